@@ -1,0 +1,101 @@
+"""Pipeline stage 3: tell request, notification, response and error response apart (JSON-RPC 2.0 §4-5).
+
+Pure core; no I/O. A frame whose shape is wrong is refused with -32600; the id is echoed when
+it is readable, and a would-be notification or response is refused without a reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from .errors import CanonicalError, Rejection
+from .types import Frame, Handler, Message, MessageKind, Middleware, Reply
+
+__all__ = ["classify", "classify_stage", "is_request_id", "shape_of"]
+
+
+def is_request_id(value: Any) -> bool:
+    """A JSON-RPC id as MCP allows it: a string or an integer, never null, a float or a bool."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def shape_of(document: Mapping[str, Any]) -> Message:
+    """The kind the sender meant, before any rule is checked (decides whether to answer)."""
+    rid = document.get("id")
+    readable = rid if is_request_id(rid) else None
+    if "method" in document:
+        kind = MessageKind.REQUEST if "id" in document else MessageKind.NOTIFICATION
+    elif "error" in document:
+        kind = MessageKind.ERROR_RESPONSE
+    elif "result" in document:
+        kind = MessageKind.RESPONSE
+    else:
+        kind = MessageKind.REQUEST
+    return Message(kind=kind, id=readable)
+
+
+def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = []
+    if document.get("jsonrpc") != "2.0":
+        found.append({"path": "/jsonrpc", "msg": 'must be the string "2.0"'})
+    if kind in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
+        if not isinstance(document.get("method"), str):
+            found.append({"path": "/method", "msg": "must be a string"})
+        if kind is MessageKind.REQUEST and not is_request_id(document.get("id")):
+            found.append({"path": "/id", "msg": "must be a string or an integer"})
+        if "params" in document and not isinstance(document["params"], dict):
+            found.append({"path": "/params", "msg": "must be an object"})
+        for member in ("result", "error"):
+            if member in document:
+                found.append({"path": f"/{member}", "msg": "not allowed in a request or notification"})
+    else:
+        if "result" in document and "error" in document:
+            found.append({"path": "", "msg": "a response has exactly one of result and error"})
+        rid = document.get("id")
+        if kind is MessageKind.RESPONSE and not is_request_id(rid):
+            found.append({"path": "/id", "msg": "must be a string or an integer"})
+        if kind is MessageKind.ERROR_RESPONSE and rid is not None and not is_request_id(rid):
+            found.append({"path": "/id", "msg": "must be a string, an integer or null"})
+        if kind is MessageKind.RESPONSE and not isinstance(document.get("result"), dict):
+            found.append({"path": "/result", "msg": "must be an object"})
+        if kind is MessageKind.ERROR_RESPONSE:
+            error = document.get("error")
+            if not isinstance(error, dict):
+                found.append({"path": "/error", "msg": "must be an object"})
+            else:
+                code = error.get("code")
+                if not isinstance(code, int) or isinstance(code, bool):
+                    found.append({"path": "/error/code", "msg": "must be an integer"})
+                if not isinstance(error.get("message"), str):
+                    found.append({"path": "/error/message", "msg": "must be a string"})
+    return found
+
+
+def classify(document: Mapping[str, Any]) -> Message:
+    """The message ``document`` is, or ``Rejection(INVALID_ENVELOPE)`` listing every problem."""
+    shape = shape_of(document)
+    problems = _problems(document, shape.kind)
+    if problems:
+        raise Rejection(CanonicalError.INVALID_ENVELOPE, sorted(problems, key=lambda p: (p["path"], p["msg"])))
+    params = document.get("params")
+    if shape.kind in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
+        return Message(kind=shape.kind, id=shape.id, method=document["method"], params=params)
+    return Message(kind=shape.kind, id=document.get("id") if is_request_id(document.get("id")) else None)
+
+
+def classify_stage() -> Middleware:
+    def middleware(next_handler: Handler) -> Handler:
+        async def handle(frame: Frame) -> Reply | None:
+            assert frame.document is not None, "classify runs after json_syntax"
+            try:
+                message = classify(frame.document)
+            except Rejection as rejection:
+                shaped = replace(frame, message=shape_of(frame.document))
+                raise Rejection(rejection.error, rejection.errors, frame=shaped) from None
+            return await next_handler(replace(frame, message=message))
+
+        return handle
+
+    return middleware

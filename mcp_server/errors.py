@@ -1,0 +1,122 @@
+"""The one catalogue of failures, and the exception a pipeline stage raises to reject a frame.
+
+Every JSON-RPC code and HTTP status the project emits is written here and nowhere else.
+Members are never renumbered or reused; the member name, lower-cased, is the stable slug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import Enum
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .types import Frame
+
+__all__ = ["CanonicalError", "Plane", "Rejection"]
+
+
+class Plane(str, Enum):
+    """Where the MCP spec puts a failure: a JSON-RPC error, or a tool result with ``isError``."""
+
+    PROTOCOL = "protocol"
+    TOOL_RESULT = "tool_result"
+
+
+class CanonicalError(Enum):
+    """code → (JSON-RPC code, HTTP status, message, reason, plane).
+
+    ``reason`` is the category written to ``error.data.reason``; ``mcp_code`` is the code used
+    on the MCP wire where the MCP spec names a different one than the generic JSON-RPC face
+    (an unknown tool in ``tools/call`` is -32602 there, per the MCP tools spec).
+    """
+
+    # JSON-RPC 2.0 §5.1 standard errors.
+    PARSE_ERROR = (-32700, 400, "Parse error", "parse_error")
+    INVALID_ENVELOPE = (-32600, 400, "Invalid MCP envelope", "validation_failed")
+    PAYLOAD_TOO_LARGE = (-32600, 413, "Payload too large", "validation_failed")
+    METHOD_NOT_FOUND = (-32601, 404, "Method not found", "not_found")
+    INVALID_PARAMS = (-32602, 422, "Invalid params", "validation_failed")
+    INTERNAL_ERROR = (-32603, 500, "Internal error", "internal_error")
+    # MCP lifecycle (basic/lifecycle): only ping may precede initialize; initialize happens once.
+    NOT_INITIALIZED = (-32600, 400, "Session not initialized", "invalid_state")
+    ALREADY_INITIALIZED = (-32600, 400, "Session already initialized", "invalid_state")
+    # MCP 2026-07-28 named errors (schema: HeaderMismatchError, MissingRequiredClientCapabilityError,
+    # UnsupportedProtocolVersionError); HTTP 400 as the schema descriptions require.
+    HEADER_MISMATCH = (-32020, 400, "Header mismatch", "header_mismatch")
+    MISSING_CLIENT_CAPABILITY = (-32021, 400, "Missing required client capability", "unsupported")
+    UNSUPPORTED_PROTOCOL_VERSION = (-32022, 400, "Unsupported protocol version", "unsupported")
+    # Tools.
+    TOOL_NOT_FOUND = (-32001, 404, "Unknown tool", "not_found", Plane.PROTOCOL, -32602)
+    INVALID_TOOL_INPUT = (-32602, 422, "Invalid tool input", "validation_failed", Plane.TOOL_RESULT)
+    INVALID_TOOL_OUTPUT = (-32603, 502, "Invalid tool output", "validation_failed")
+    # Frames a peer sent that break the session's own bookkeeping.
+    UNKNOWN_RESPONSE_ID = (-32600, 400, "Response to an unknown request id", "validation_failed")
+
+    def __init__(
+        self,
+        jsonrpc_code: int,
+        http_status: int,
+        message: str,
+        reason: str,
+        plane: Plane = Plane.PROTOCOL,
+        mcp_code: int | None = None,
+    ) -> None:
+        self.jsonrpc_code = jsonrpc_code
+        self.http_status = http_status
+        self.message = message
+        self.reason = reason
+        self.plane = plane
+        self.mcp_code = jsonrpc_code if mcp_code is None else mcp_code
+
+    @property
+    def slug(self) -> str:
+        """The stable machine name: the member name, lower-cased."""
+        return self.name.lower()
+
+    @classmethod
+    def lookup(cls, slug: str) -> CanonicalError:
+        """The member for ``slug``; an unknown slug raises ``KeyError`` (no silent fallback)."""
+        return cls[slug.upper()]
+
+    @classmethod
+    def for_jsonrpc_code(cls, code: int) -> CanonicalError:
+        """The first member carrying ``code``; ``KeyError`` when none does."""
+        member = _BY_CODE.get(code)
+        if member is None:
+            raise KeyError(code)
+        return member
+
+
+_BY_CODE: Mapping[int, CanonicalError] = MappingProxyType(
+    {m.jsonrpc_code: m for m in reversed(list(CanonicalError))}
+)
+
+
+class Rejection(Exception):
+    """Raised by a pipeline stage to refuse a frame; rendered once, by the error boundary.
+
+    ``errors`` are detail entries (``{"path", "msg", ...}``); ``extra`` adds fields to
+    ``error.data`` that a spec prescribes (for example ``requested``/``supported`` of -32022).
+    ``frame`` is the frame as the raising stage saw it (its message and version, when known,
+    decide whether and how the boundary answers).
+    """
+
+    def __init__(
+        self,
+        error: CanonicalError,
+        errors: Sequence[Mapping[str, Any]] = (),
+        *,
+        extra: Mapping[str, Any] | None = None,
+        frame: Frame | None = None,
+    ) -> None:
+        super().__init__(error.slug)
+        self.error = error
+        self.frame = frame
+        self.errors: tuple[Mapping[str, Any], ...] = tuple(errors) or ({"path": "", "msg": error.slug},)
+        self.extra: Mapping[str, Any] = extra or {}
+
+    def data(self) -> dict[str, Any]:
+        """The ``error.data`` object: ``{"ok": false, "reason", "errors", ...extra}``."""
+        return {"ok": False, "reason": self.error.reason, "errors": list(self.errors), **self.extra}

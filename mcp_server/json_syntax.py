@@ -1,0 +1,38 @@
+"""Pipeline stage 2: parse the frame once. Pure core; no I/O.
+
+Invalid JSON, invalid UTF-8, NaN or Infinity → -32700; a top-level value that is not an
+object (a batch array included: MCP sends one message per frame) → -32600. Both with id null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from . import jsonio
+from .errors import CanonicalError, Rejection
+from .types import Frame, Handler, Middleware, Reply
+
+__all__ = ["json_syntax", "parse"]
+
+
+def parse(raw: bytes) -> Mapping[str, Any]:
+    try:
+        document = jsonio.loads(raw)
+    except jsonio.JSONSyntaxError:
+        raise Rejection(CanonicalError.PARSE_ERROR) from None
+    if not isinstance(document, dict):
+        kind = "batch_not_supported" if isinstance(document, list) else "not_an_object"
+        raise Rejection(CanonicalError.INVALID_ENVELOPE, [{"path": "", "msg": kind}])
+    return document
+
+
+def json_syntax() -> Middleware:
+    def middleware(next_handler: Handler) -> Handler:
+        async def handle(frame: Frame) -> Reply | None:
+            return await next_handler(replace(frame, document=parse(frame.raw)))
+
+        return handle
+
+    return middleware

@@ -1,0 +1,171 @@
+"""Pipeline stage 5: validate the frame against the official schema of the version in force.
+
+The validator is chosen by (version, message kind, method); for ``tools/call`` the tool's
+own input schema is checked on the way in and its output schema on the way back.
+Thin async wrapper around the pure ``check_message``; no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Protocol
+
+from .errors import CanonicalError, Rejection
+from .lifecycle import resolve_version
+from .registry import SchemaRegistry, ToolIO, violations
+from .types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply, Session
+
+__all__ = ["ToolSchemas", "check_message", "check_tool_output", "governing_version", "schema_check"]
+
+
+class ToolSchemas(Protocol):
+    """Where the schema check finds a tool's compiled I/O validators."""
+
+    def io(self, name: str) -> ToolIO | None: ...
+
+
+def _opposite(direction: Direction) -> Direction:
+    if direction is Direction.CLIENT_TO_SERVER:
+        return Direction.SERVER_TO_CLIENT
+    return Direction.CLIENT_TO_SERVER
+
+
+def _is_own_tool_method(registry: SchemaRegistry, message: Message, tools: ToolSchemas | None) -> bool:
+    """One of the server's own tools called as a JSON-RPC method of its own name."""
+    return (
+        tools is not None
+        and message.method is not None
+        and message.method not in registry.protocol(registry.latest).request_methods
+        and tools.io(message.method) is not None
+    )
+
+
+def governing_version(
+    registry: SchemaRegistry,
+    message: Message,
+    *,
+    direction: Direction,
+    session: Session,
+    tools: ToolSchemas | None = None,
+) -> str:
+    """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``)."""
+    if message.kind in (MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE):
+        return session.protocol_version or registry.latest_handshake
+    if _is_own_tool_method(registry, message, tools):
+        return session.protocol_version or registry.latest
+    return resolve_version(message, direction, session, registry)
+
+
+def check_message(
+    registry: SchemaRegistry,
+    document: Mapping[str, Any],
+    message: Message,
+    *,
+    version: str,
+    direction: Direction,
+    session: Session,
+    tools: ToolSchemas | None = None,
+) -> None:
+    """Validate one classified message against the schema of ``version``.
+
+    Raises ``Rejection``: -32601 for a method the version does not define, -32602 listing
+    every violation (absolute RFC 6901 paths into the frame, sorted by path then msg).
+    """
+    protocol = registry.protocol(version)
+    if message.kind in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
+        assert message.method is not None
+        if _is_own_tool_method(registry, message, tools):
+            assert tools is not None
+            tool_io = tools.io(message.method)
+            assert tool_io is not None
+            found = violations(tool_io.input, message.params or {}, prefix="/params")
+            if found:
+                raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
+            return
+        if message.kind is MessageKind.REQUEST:
+            validator = protocol.request_validator(direction, message.method)
+        else:
+            validator = protocol.notification_validator(direction, message.method)
+        if validator is None:
+            raise Rejection(CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}])
+        found = violations(validator, document)
+        if found:
+            raise Rejection(CanonicalError.INVALID_PARAMS, found)
+        if message.method == "tools/call" and tools is not None:
+            _check_tool_input(tools, message)
+        return
+    if message.id is None:  # an error response to a frame whose id could not be read
+        found = violations(protocol.envelope_validator(protocol.error_response_def), document)
+    else:
+        method = session.pending.pop((_opposite(direction), message.id), None)
+        if method is None:
+            raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
+        if message.kind is MessageKind.ERROR_RESPONSE:
+            found = violations(protocol.envelope_validator(protocol.error_response_def), document)
+        else:
+            validator = protocol.result_validator(method)
+            found = [] if validator is None else violations(validator, document["result"], prefix="/result")
+    if found:
+        raise Rejection(CanonicalError.INVALID_PARAMS, found)
+
+
+def _check_tool_input(tools: ToolSchemas, message: Message) -> None:
+    params = message.params or {}
+    name = params.get("name")
+    tool_io = tools.io(name) if isinstance(name, str) else None
+    if tool_io is None:
+        raise Rejection(CanonicalError.TOOL_NOT_FOUND, [{"path": "/params/name", "msg": "tool_not_found"}])
+    arguments = params.get("arguments", {})
+    found = violations(tool_io.input, arguments, prefix="/params/arguments")
+    if found:
+        raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
+
+
+def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
+    """A tool result against the tool's output schema (tools spec, "Structured Content").
+
+    ``isError`` results are exempt; otherwise ``structuredContent`` must be present and valid.
+    """
+    if tool_io.output is None or result.get("isError") is True:
+        return
+    if "structuredContent" not in result:
+        raise Rejection(
+            CanonicalError.INVALID_TOOL_OUTPUT,
+            [{"path": "/result/structuredContent", "msg": "required by the tool's outputSchema"}],
+        )
+    found = violations(tool_io.output, result["structuredContent"], prefix="/result/structuredContent")
+    if found:
+        raise Rejection(CanonicalError.INVALID_TOOL_OUTPUT, found)
+
+
+def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> Middleware:
+    def middleware(next_handler: Handler) -> Handler:
+        async def handle(frame: Frame) -> Reply | None:
+            assert frame.document is not None and frame.message is not None
+            checked = frame
+            try:
+                version = governing_version(
+                    registry, frame.message, direction=frame.direction, session=frame.session, tools=tools
+                )
+                checked = replace(frame, version=version)
+                check_message(
+                    registry, frame.document, frame.message,
+                    version=version, direction=frame.direction, session=frame.session, tools=tools,
+                )
+            except Rejection as rejection:
+                raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=checked) from None
+            reply = await next_handler(checked)
+            if tools is not None and frame.message.method == "tools/call" and reply is not None:
+                result = reply.document.get("result") if reply.document is not None else None
+                tool_io = tools.io((frame.message.params or {}).get("name", ""))
+                if isinstance(result, Mapping) and tool_io is not None:
+                    try:
+                        check_tool_output(tool_io, result)
+                    except Rejection as rejection:
+                        raise Rejection(rejection.error, rejection.errors, frame=checked) from None
+            return reply
+
+        return handle
+
+    return middleware

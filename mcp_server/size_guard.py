@@ -1,0 +1,28 @@
+"""Pipeline stage 1: refuse a frame over the byte limit before anything parses it. Pure core; no I/O."""
+
+from __future__ import annotations
+
+from .errors import CanonicalError, Rejection
+from .types import Frame, Handler, Middleware, Reply
+
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "check_size", "size_guard"]
+
+DEFAULT_MAX_FRAME_BYTES = 1_048_576
+"""1 MiB of UTF-8, the NDJSON newline not counted."""
+
+
+def check_size(size: int, limit: int) -> None:
+    """Raise ``PAYLOAD_TOO_LARGE`` when ``size`` bytes exceed ``limit``; exactly at the limit passes."""
+    if size > limit:
+        raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE)
+
+
+def size_guard(limit: int = DEFAULT_MAX_FRAME_BYTES) -> Middleware:
+    def middleware(next_handler: Handler) -> Handler:
+        async def handle(frame: Frame) -> Reply | None:
+            check_size(len(frame.raw) if frame.size is None else frame.size, limit)
+            return await next_handler(frame)
+
+        return handle
+
+    return middleware

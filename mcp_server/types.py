@@ -1,0 +1,124 @@
+"""The vocabulary of the pipeline: frames, messages, replies, handlers and middleware.
+
+Values only; no I/O and no logic beyond trivial accessors.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from . import jsonio
+from .errors import CanonicalError
+
+__all__ = [
+    "Direction",
+    "Frame",
+    "Handler",
+    "Message",
+    "MessageKind",
+    "Middleware",
+    "Reply",
+    "RequestId",
+    "Session",
+]
+
+RequestId = str | int
+
+
+class MessageKind(str, Enum):
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESPONSE = "response"
+    ERROR_RESPONSE = "error_response"
+
+
+class Direction(str, Enum):
+    """Who sent the frame. A server receives client→server frames; a gateway sees both."""
+
+    CLIENT_TO_SERVER = "client_to_server"
+    SERVER_TO_CLIENT = "server_to_client"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """A classified JSON-RPC 2.0 message. ``id`` is ``None`` for a notification."""
+
+    kind: MessageKind
+    id: RequestId | None = None
+    method: str | None = None
+    params: Mapping[str, Any] | None = None
+
+    @property
+    def expects_reply(self) -> bool:
+        return self.kind is MessageKind.REQUEST
+
+
+_session_ids = itertools.count(1)
+
+
+class Session:
+    """Per-connection protocol state, owned by one transport connection.
+
+    Deliberately mutable: it is the state machine of the MCP lifecycle (basic/lifecycle),
+    touched only by the router's lifecycle handlers and read by the schema check.
+    """
+
+    __slots__ = ("client_capabilities", "client_info", "id", "initialized", "pending", "protocol_version")
+
+    def __init__(self, *, session_id: str | None = None) -> None:
+        self.id: str = session_id or f"s{next(_session_ids)}"
+        self.protocol_version: str | None = None
+        self.initialized = False
+        self.client_info: Mapping[str, Any] | None = None
+        self.client_capabilities: Mapping[str, Any] | None = None
+        # Requests sent towards a peer and not answered yet: (direction of the request, id) → method.
+        self.pending: dict[tuple[Direction, RequestId], str] = {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Frame:
+    """One frame as it moves through the chain; each stage hands on a new frame.
+
+    ``raw`` is the bytes as received (without the NDJSON newline); ``document`` is set once
+    by the JSON syntax stage, ``message`` by classify, ``version`` by the schema check.
+    """
+
+    raw: bytes
+    transport: str
+    size: int | None = None  # bytes received, when ``raw`` holds less (a drained oversized line)
+    session: Session
+    direction: Direction = Direction.CLIENT_TO_SERVER
+    headers: Mapping[str, str] | None = None
+    document: Mapping[str, Any] | None = None
+    message: Message | None = None
+    version: str | None = None
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """What goes back on the wire for a frame: a JSON-RPC document, or bytes forwarded as is.
+
+    ``error`` names the catalogue member when the reply is a rejection (the HTTP transport
+    takes its status from it).
+    """
+
+    document: Mapping[str, Any] | None = None
+    raw: bytes | None = None
+    error: CanonicalError | None = None
+
+    def to_bytes(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        return jsonio.dumps(self.document)
+
+
+Handler = Callable[[Frame], Awaitable[Reply | None]]
+"""Handles a frame; ``None`` means no reply (a notification, or a response)."""
+
+Middleware = Callable[[Handler], Handler]
+"""Wraps a handler; the chain is a composition of these."""
