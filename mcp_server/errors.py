@@ -7,7 +7,7 @@ Members are never renumbered or reused; the member name, lower-cased, is the sta
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from enum import Enum
+from enum import Enum, StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["CanonicalError", "Plane", "Rejection"]
 
 
-class Plane(str, Enum):
+class Plane(StrEnum):
     """Where the MCP spec puts a failure: a JSON-RPC error, or a tool result with ``isError``."""
 
     PROTOCOL = "protocol"
@@ -89,9 +89,7 @@ class CanonicalError(Enum):
         return member
 
 
-_BY_CODE: Mapping[int, CanonicalError] = MappingProxyType(
-    {m.jsonrpc_code: m for m in reversed(list(CanonicalError))}
-)
+_BY_CODE: Mapping[int, CanonicalError] = MappingProxyType({m.jsonrpc_code: m for m in reversed(list(CanonicalError))})
 
 
 class Rejection(Exception):
@@ -120,3 +118,27 @@ class Rejection(Exception):
     def data(self) -> dict[str, Any]:
         """The ``error.data`` object: ``{"ok": false, "reason", "errors", ...extra}``."""
         return {"ok": False, "reason": self.error.reason, "errors": list(self.errors), **self.extra}
+
+
+def catalogue_markdown() -> str:
+    """``docs/errors.md``, generated from the catalogue (a test keeps the file equal to this)."""
+    lines = [
+        "# Error catalogue",
+        "",
+        "Generated from `mcp_server/errors.py` by `python -m mcp_server.errors > docs/errors.md`; do not edit.",
+        "",
+        "| slug | JSON-RPC code | code on the MCP wire | HTTP status | message | `data.reason` | plane |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for member in CanonicalError:
+        lines.append(
+            f"| `{member.slug}` | {member.jsonrpc_code} | {member.mcp_code} | {member.http_status} "
+            f"| {member.message} | `{member.reason}` | {member.plane.value} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(catalogue_markdown())

@@ -264,9 +264,7 @@ class SchemaRegistry:
                 if isinstance(document, dict) and isinstance(document.get("$id"), str):
                     resources.append((document["$id"], document))
                     self._documents[document["$id"]] = document
-        self._root_registry = (
-            jsonschema_rs.Registry(resources, retriever=_refuse_remote) if resources else None
-        )
+        self._root_registry = jsonschema_rs.Registry(resources, retriever=_refuse_remote) if resources else None
         for path, (uri, document) in self._files.items():
             _meta_check(document, str(path))
             self.compile(document, base_uri=uri, name=str(path))

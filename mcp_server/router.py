@@ -23,7 +23,9 @@ Route = Callable[[Frame], Awaitable[Mapping[str, Any] | None]]
 _RESULT_DEFAULTS: Mapping[str, Any] = MappingProxyType({"resultType": "complete", "cacheScope": "public", "ttlMs": 0})
 
 
-def complete_result(registry: SchemaRegistry, version: str | None, method: str, result: Mapping[str, Any]) -> dict[str, Any]:
+def complete_result(
+    registry: SchemaRegistry, version: str | None, method: str, result: Mapping[str, Any]
+) -> dict[str, Any]:
     completed = dict(result)
     if version is not None:
         for field in registry.protocol(version).result_required(method):
@@ -46,8 +48,9 @@ class Router:
         route = self.routes.get(message.method)
         if route is None:
             if message.kind is MessageKind.REQUEST:
-                raise Rejection(CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}],
-                                frame=frame)
+                raise Rejection(
+                    CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}], frame=frame
+                )
             return None
         try:
             result = await route(frame)

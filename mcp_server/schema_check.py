@@ -150,8 +150,13 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
                 )
                 checked = replace(frame, version=version)
                 check_message(
-                    registry, frame.document, frame.message,
-                    version=version, direction=frame.direction, session=frame.session, tools=tools,
+                    registry,
+                    frame.document,
+                    frame.message,
+                    version=version,
+                    direction=frame.direction,
+                    session=frame.session,
+                    tools=tools,
                 )
             except Rejection as rejection:
                 raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=checked) from None

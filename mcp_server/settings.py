@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .size_guard import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["SetupError", "Settings"]
+__all__ = ["Settings", "SetupError"]
 
 
 class SetupError(Exception):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from . import jsonio
@@ -29,14 +29,14 @@ __all__ = [
 RequestId = str | int
 
 
-class MessageKind(str, Enum):
+class MessageKind(StrEnum):
     REQUEST = "request"
     NOTIFICATION = "notification"
     RESPONSE = "response"
     ERROR_RESPONSE = "error_response"
 
 
-class Direction(str, Enum):
+class Direction(StrEnum):
     """Who sent the frame. A server receives client→server frames; a gateway sees both."""
 
     CLIENT_TO_SERVER = "client_to_server"

@@ -40,9 +40,7 @@ class ToolSet:
 
     def __init__(self, tools: Iterable[Tool], registry: SchemaRegistry) -> None:
         self._tools: Mapping[str, Tool] = MappingProxyType({tool.name: tool for tool in tools})
-        self._io: Mapping[str, ToolIO] = MappingProxyType(
-            {name: registry.load_tool_io(name) for name in self._tools}
-        )
+        self._io: Mapping[str, ToolIO] = MappingProxyType({name: registry.load_tool_io(name) for name in self._tools})
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -62,8 +60,11 @@ class ToolSet:
         listed = []
         for tool in self._tools.values():
             tool_io = self._io[tool.name]
-            entry: dict[str, Any] = {"name": tool.name, "description": tool.description,
-                                     "inputSchema": tool_io.input_schema}
+            entry: dict[str, Any] = {
+                "name": tool.name,
+                "description": tool.description,
+                "inputSchema": tool_io.input_schema,
+            }
             if "title" in known:
                 entry["title"] = tool.title
             if "outputSchema" in known and tool_io.output_schema is not None:

@@ -1,0 +1,22 @@
+# mcp-server: multi-stage build, runs as a non-root user. Default: `serve` over STDIO.
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY mcp_server ./mcp_server
+COPY schemas ./schemas
+RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir /src
+
+FROM python:3.11-slim
+RUN useradd --create-home --uid 10001 mcp
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /src/schemas /opt/venv/lib/python3.11/site-packages/schemas
+ENV PATH=/opt/venv/bin:$PATH \
+    MCP_READY_FILE=/tmp/mcp.ready \
+    MCP_ENDPOINT=stdio \
+    MCP_HTTP_HOST=0.0.0.0 \
+    MCP_HTTP_PORT=8000
+USER mcp
+WORKDIR /home/mcp
+EXPOSE 8000
+ENTRYPOINT ["mcp-server"]
+CMD ["serve"]

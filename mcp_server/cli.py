@@ -1,0 +1,122 @@
+"""The ``mcp-server`` command line. Diagnostics go to stderr; stdout is the protocol's, or a result's.
+
+Set-up failures print ``mcp:error reason=setup_failed detail=...`` and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import __version__
+from .registry import SchemaError, SchemaRegistry
+from .settings import Settings, SetupError
+
+__all__ = ["main"]
+
+_ENDPOINTS = ("stdio", "socket", "http")
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-server", description="MCP conformance gateway and schema-validation server"
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-server {__version__}")
+    parser.add_argument("--validate", metavar="FILE", help="validate one asset file and exit (as `validate FILE`)")
+    commands = parser.add_subparsers(dest="command")
+    serve = commands.add_parser("serve", help="run the MCP server (STDIO by default)")
+    serve.add_argument("--socket", metavar="PATH", help="serve NDJSON on a Unix socket")
+    serve.add_argument("--http", metavar="HOST:PORT", help="serve MCP Streamable HTTP")
+    validate = commands.add_parser("validate", help="validate one asset file")
+    validate.add_argument("file")
+    validate.add_argument("--schema", metavar="NAME")
+    check = commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture)", add_help=False)
+    check.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mcp:%(levelname)s %(message)s"))
+    root = logging.getLogger("mcp_server")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if os.environ.get("MCP_LOG_LEVEL", "").lower() == "info" else logging.WARNING)
+    root.propagate = False
+
+
+def _write_ready(path: Path) -> None:
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
+    temporary.write_text(f"{os.getpid()} {stamp}\n")
+    temporary.replace(path)
+
+
+def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from .server import build_server
+    from .tools import ToolSet
+    from .tools.catalog import builtin_tools, corpus_dirs
+    from .transport.stdio import serve_stdio
+
+    endpoint = (environ.get("MCP_ENDPOINT") or "stdio").strip().lower()
+    if args.socket:
+        endpoint = "socket"
+    if args.http:
+        endpoint = "http"
+    if endpoint not in _ENDPOINTS:
+        raise SetupError(f"Unsupported MCP transport {endpoint!r} (expected one of: {', '.join(_ENDPOINTS)})")
+    if endpoint != "stdio":
+        raise SetupError(f"Unsupported MCP transport {endpoint!r} in this build (stdio only)")
+    settings = Settings.from_env(environ)
+    registry = SchemaRegistry()
+    tools = ToolSet(builtin_tools(environ, registry), registry)
+    schemas_dir, examples_dir = corpus_dirs(environ, registry)
+    handler = build_server(registry, tools, settings)
+
+    def ready() -> None:
+        _write_ready(settings.ready_file)
+        _say(f"mcp:ready mode=stdio schemas_dir={schemas_dir} examples_dir={examples_dir}")
+
+    try:
+        asyncio.run(serve_stdio(handler, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            settings.ready_file.unlink()
+        _say("mcp:shutdown mode=stdio")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    environ = os.environ if environ is None else environ
+    if argv[:1] == ["check"]:
+        from .check import main_check
+
+        return main_check(argv[1:])
+    args = _parser().parse_args(argv)
+    _setup_logging()
+    try:
+        if args.validate or args.command == "validate":
+            from .validate_command import main_validate
+
+            target = args.validate or args.file
+            extra = ["--schema", args.schema] if getattr(args, "schema", None) else []
+            return main_validate([target, *extra], environ)
+        return _serve(args, environ)
+    except (SetupError, SchemaError) as exc:
+        _say(f"mcp:error reason=setup_failed detail={exc}")
+        return 2
+    except KeyboardInterrupt:
+        return 0
