@@ -29,15 +29,21 @@ def build_chain(
     tools: ToolSchemas | None = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     policy: Middleware | None = None,
+    verdict: Middleware | None = None,
+    after_check: Sequence[Middleware] = (),
 ) -> Handler:
-    """error boundary → size guard → JSON syntax → classify → [policy] → schema check → handler."""
-    stages: list[Middleware] = [
-        error_boundary(registry),
-        size_guard(max_frame_bytes),
-        json_syntax(),
-        classify_stage(),
-    ]
+    """error boundary → [verdict] → size guard → JSON syntax → classify → [policy] → schema check
+    → [after_check …] → handler.
+
+    ``verdict`` decides what a rejection does before the boundary renders it (a gateway in
+    observe mode lets the frame pass); ``after_check`` sees only frames that passed every check.
+    """
+    stages: list[Middleware] = [error_boundary(registry)]
+    if verdict is not None:
+        stages.append(verdict)
+    stages += [size_guard(max_frame_bytes), json_syntax(), classify_stage()]
     if policy is not None:
         stages.append(policy)
     stages.append(schema_check(registry, tools))
+    stages += after_check
     return compose(stages, handler)

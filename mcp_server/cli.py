@@ -42,6 +42,18 @@ def _parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="validate one asset file")
     validate.add_argument("file")
     validate.add_argument("--schema", metavar="NAME")
+    gateway = commands.add_parser(
+        "gateway",
+        help="a validating proxy in front of an MCP server",
+        usage="mcp-server gateway [--listen stdio] [--mode enforce|observe] [--config FILE] "
+        "(--upstream URL | -- COMMAND ...)",
+    )
+    gateway.add_argument("--listen", default="stdio", help="where clients connect (stdio)")
+    gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
+    gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
+    gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
+    report = commands.add_parser("report", help="print a gateway conformance report again")
+    report.add_argument("file")
     check = commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture)", add_help=False)
     check.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
@@ -98,9 +110,46 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return 0
 
 
+def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    from .gateway.config import GatewayConfig
+    from .gateway.run import run_gateway
+    from .gateway.upstream import HttpUpstream, StdioUpstream, Upstream
+
+    if args.listen != "stdio":
+        raise SetupError(f"--listen {args.listen!r} is not supported in this build (stdio only)")
+    settings = Settings.from_env(environ)
+    registry = SchemaRegistry()
+    config = GatewayConfig.load(args.config, registry, mode=args.mode)
+    if args.upstream and command:
+        raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
+    upstream: Upstream
+    if args.upstream:
+        upstream = HttpUpstream(args.upstream, max_frame_bytes=settings.max_frame_bytes)
+    else:
+        upstream = StdioUpstream(command, max_frame_bytes=settings.max_frame_bytes, grace_seconds=config.grace_seconds)
+    runs_dir = Path(environ.get("MCP_RUNS_DIR") or "runs")
+    _say(f"mcp:ready mode=gateway listen=stdio upstream={upstream.name} policy={config.mode.value}")
+    try:
+        return asyncio.run(
+            run_gateway(
+                upstream, registry=registry, config=config, max_frame_bytes=settings.max_frame_bytes, runs_dir=runs_dir
+            )
+        )
+    finally:
+        _say("mcp:shutdown mode=gateway")
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     environ = os.environ if environ is None else environ
+    command: list[str] = []
+    if argv[:1] == ["gateway"] and "--" in argv:
+        split = argv.index("--")
+        argv, command = argv[:split], argv[split + 1 :]
+    if argv[:1] == ["report"]:
+        from .gateway.report import main_report
+
+        return main_report(argv[1:])
     if argv[:1] == ["check"]:
         from .check import main_check
 
@@ -114,6 +163,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             target = args.validate or args.file
             extra = ["--schema", args.schema] if getattr(args, "schema", None) else []
             return main_validate([target, *extra], environ)
+        if args.command == "gateway":
+            return _gateway(args, command, environ)
         return _serve(args, environ)
     except (SetupError, SchemaError) as exc:
         _say(f"mcp:error reason=setup_failed detail={exc}")

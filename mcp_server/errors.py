@@ -53,6 +53,10 @@ class CanonicalError(Enum):
     INVALID_TOOL_OUTPUT = (-32603, 502, "Invalid tool output", "validation_failed")
     # Frames a peer sent that break the session's own bookkeeping.
     UNKNOWN_RESPONSE_ID = (-32600, 400, "Response to an unknown request id", "validation_failed")
+    # Gateway: what the upstream did, reported to the client in its place.
+    UPSTREAM_INVALID_REPLY = (-32603, 502, "Upstream reply violates the MCP schema", "validation_failed")
+    UPSTREAM_UNAVAILABLE = (-32603, 503, "Upstream unavailable", "upstream_unavailable")
+    MIXED_PROTOCOL_VERSIONS = (-32600, 400, "Protocol version differs from the session's", "validation_failed")
 
     def __init__(
         self,

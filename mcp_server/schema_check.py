@@ -20,7 +20,13 @@ __all__ = ["ToolSchemas", "check_message", "check_tool_output", "governing_versi
 
 
 class ToolSchemas(Protocol):
-    """Where the schema check finds a tool's compiled I/O validators."""
+    """Where the schema check finds a tool's compiled I/O validators.
+
+    ``strict``: a ``tools/call`` of a tool it does not know is refused (a server knows all its
+    tools; a gateway may not have seen the upstream's list, and passes such calls on).
+    """
+
+    strict: bool
 
     def io(self, name: str) -> ToolIO | None: ...
 
@@ -98,7 +104,9 @@ def check_message(
     if message.id is None:  # an error response to a frame whose id could not be read
         found = violations(protocol.envelope_validator(protocol.error_response_def), document)
     else:
-        method = session.pending.pop((_opposite(direction), message.id), None)
+        key = (_opposite(direction), message.id)
+        method = session.pending.pop(key, None)
+        tool = session.pending_tools.pop(key, None)
         if method is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
         if message.kind is MessageKind.ERROR_RESPONSE:
@@ -106,6 +114,9 @@ def check_message(
         else:
             validator = protocol.result_validator(method)
             found = [] if validator is None else violations(validator, document["result"], prefix="/result")
+            tool_io = tools.io(tool) if tools is not None and tool is not None else None
+            if not found and tool_io is not None:
+                check_tool_output(tool_io, document["result"])
     if found:
         raise Rejection(CanonicalError.INVALID_PARAMS, found)
 
@@ -115,6 +126,8 @@ def _check_tool_input(tools: ToolSchemas, message: Message) -> None:
     name = params.get("name")
     tool_io = tools.io(name) if isinstance(name, str) else None
     if tool_io is None:
+        if not tools.strict:
+            return
         raise Rejection(CanonicalError.TOOL_NOT_FOUND, [{"path": "/params/name", "msg": "tool_not_found"}])
     arguments = params.get("arguments", {})
     found = violations(tool_io.input, arguments, prefix="/params/arguments")
@@ -144,6 +157,17 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
         async def handle(frame: Frame) -> Reply | None:
             assert frame.document is not None and frame.message is not None
             checked = frame
+            message = frame.message
+            if message.kind in (MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE) and message.id is not None:
+                # Name the request a response answers, for the stages and logs after this one.
+                key = (_opposite(frame.direction), message.id)
+                answered = frame.session.pending.get(key)
+                tool = frame.session.pending_tools.get(key)
+                checked = frame = replace(
+                    frame,
+                    message=replace(message, method=answered),
+                    annotations={**frame.annotations, "tool": tool} if tool is not None else frame.annotations,
+                )
             try:
                 version = governing_version(
                     registry, frame.message, direction=frame.direction, session=frame.session, tools=tools
@@ -161,7 +185,8 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
             except Rejection as rejection:
                 raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=checked) from None
             reply = await next_handler(checked)
-            if tools is not None and frame.message.method == "tools/call" and reply is not None:
+            is_call = frame.message.kind is MessageKind.REQUEST and frame.message.method == "tools/call"
+            if tools is not None and is_call and reply is not None:
                 result = reply.document.get("result") if reply.document is not None else None
                 tool_io = tools.io((frame.message.params or {}).get("name", ""))
                 if isinstance(result, Mapping) and tool_io is not None:

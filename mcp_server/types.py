@@ -45,7 +45,11 @@ class Direction(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
-    """A classified JSON-RPC 2.0 message. ``id`` is ``None`` for a notification."""
+    """A classified JSON-RPC 2.0 message. ``id`` is ``None`` for a notification.
+
+    For a response, ``method`` is the method of the request it answers, once the schema check
+    has matched it (``None`` before, or when no request of that id is known).
+    """
 
     kind: MessageKind
     id: RequestId | None = None
@@ -67,7 +71,15 @@ class Session:
     touched only by the router's lifecycle handlers and read by the schema check.
     """
 
-    __slots__ = ("client_capabilities", "client_info", "id", "initialized", "pending", "protocol_version")
+    __slots__ = (
+        "client_capabilities",
+        "client_info",
+        "id",
+        "initialized",
+        "pending",
+        "pending_tools",
+        "protocol_version",
+    )
 
     def __init__(self, *, session_id: str | None = None) -> None:
         self.id: str = session_id or f"s{next(_session_ids)}"
@@ -77,6 +89,14 @@ class Session:
         self.client_capabilities: Mapping[str, Any] | None = None
         # Requests sent towards a peer and not answered yet: (direction of the request, id) → method.
         self.pending: dict[tuple[Direction, RequestId], str] = {}
+        # The tool named by each pending ``tools/call``, so its result meets the tool's outputSchema.
+        self.pending_tools: dict[tuple[Direction, RequestId], str] = {}
+
+    def expect_reply(self, direction: Direction, request_id: RequestId, method: str, tool: str | None = None) -> None:
+        """Record a request sent in ``direction`` so its response is checked against its result type."""
+        self.pending[(direction, request_id)] = method
+        if tool is not None:
+            self.pending_tools[(direction, request_id)] = tool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,12 +124,14 @@ class Reply:
     """What goes back on the wire for a frame: a JSON-RPC document, or bytes forwarded as is.
 
     ``error`` names the catalogue member when the reply is a rejection (the HTTP transport
-    takes its status from it).
+    takes its status from it). ``to_peer`` sends it on to the other side instead of back to the
+    sender (a gateway relaying a frame).
     """
 
     document: Mapping[str, Any] | None = None
     raw: bytes | None = None
     error: CanonicalError | None = None
+    to_peer: bool = False
 
     def to_bytes(self) -> bytes:
         if self.raw is not None:

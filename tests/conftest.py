@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_server.tools.catalog import builtin_tools
 
 from mcp_server import jsonio
 from mcp_server.registry import SchemaRegistry
@@ -29,6 +28,8 @@ def registry() -> SchemaRegistry:
 
 @pytest.fixture(scope="session")
 def tools(registry: SchemaRegistry) -> ToolSet:
+    from mcp_server.tools.catalog import builtin_tools
+
     return ToolSet(builtin_tools({}, registry), registry)
 
 

@@ -38,6 +38,8 @@ class Tool:
 class ToolSet:
     """The tools one server offers, with their I/O validators compiled at start-up."""
 
+    strict = True  # a server knows every tool it has
+
     def __init__(self, tools: Iterable[Tool], registry: SchemaRegistry) -> None:
         self._tools: Mapping[str, Tool] = MappingProxyType({tool.name: tool for tool in tools})
         self._io: Mapping[str, ToolIO] = MappingProxyType({name: registry.load_tool_io(name) for name in self._tools})

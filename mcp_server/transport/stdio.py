@@ -16,7 +16,7 @@ from collections.abc import Callable
 from ..types import Frame, Handler, Session
 from .ndjson import LineSplitter
 
-__all__ = ["serve_stdio"]
+__all__ = ["serve_stdio", "start_reader"]
 
 _CHUNK = 65_536
 
@@ -36,6 +36,14 @@ def _pump(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes])
             return
 
 
+def start_reader(fd: int) -> asyncio.Queue[bytes]:
+    """Chunks of ``fd`` as they arrive, ``b""`` at end of input (a bounded queue: backpressure)."""
+    queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=4)
+    loop = asyncio.get_running_loop()
+    threading.Thread(target=_pump, args=(fd, loop, queue), daemon=True, name=f"read-fd{fd}").start()
+    return queue
+
+
 async def serve_stdio(
     handler: Handler,
     *,
@@ -45,11 +53,10 @@ async def serve_stdio(
     stdout_fd: int = 1,
 ) -> None:
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=4)
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    threading.Thread(target=_pump, args=(stdin_fd, loop, queue), daemon=True, name="stdin").start()
+    queue = start_reader(stdin_fd)
     splitter = LineSplitter(max_frame_bytes)
     session = Session()
     out = os.fdopen(os.dup(stdout_fd), "wb", buffering=_CHUNK)

@@ -1,0 +1,74 @@
+"""Gateway configuration: the mode per direction and per tool, and rules turned off.
+
+Read once at start-up from a JSON or TOML file validated against
+``schemas/gateway-config.schema.json``; a bad file is a ``SetupError`` naming the pointer.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from .. import jsonio
+from ..registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
+from ..settings import SetupError
+from ..types import Direction
+
+__all__ = ["GatewayConfig", "Mode"]
+
+
+class Mode(StrEnum):
+    ENFORCE = "enforce"  # invalid frames are answered by the gateway and never delivered
+    OBSERVE = "observe"  # every frame passes unchanged; violations are logged and counted
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayConfig:
+    mode: Mode = Mode.ENFORCE
+    directions: Mapping[Direction, Mode] = field(default_factory=dict)
+    tools: Mapping[str, Mode] = field(default_factory=dict)
+    rules_off: frozenset[str] = frozenset()
+    grace_seconds: float = 2.0
+
+    def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
+        """The most specific setting wins: tool, then direction, then the default."""
+        if tool is not None and tool in self.tools:
+            return self.tools[tool]
+        return self.directions.get(direction, self.mode)
+
+    def rule_on(self, rule: str) -> bool:
+        return rule not in self.rules_off
+
+    @classmethod
+    def load(cls, path: Path | None, registry: SchemaRegistry, *, mode: str | None = None) -> GatewayConfig:
+        document: Any = {}
+        if path is not None:
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise SetupError(f"gateway config {path}: {exc.strerror}") from None
+            try:
+                document = tomllib.loads(raw.decode()) if path.suffix == ".toml" else jsonio.loads(raw)
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, jsonio.JSONSyntaxError) as exc:
+                raise SetupError(
+                    f"gateway config {path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}"
+                ) from None
+            schema = jsonio.loads((BUNDLED_SCHEMAS / "gateway-config.schema.json").read_bytes())
+            found = violations(registry.compile(schema), document)
+            if found:
+                first = found[0]
+                raise SetupError(f"gateway config {path}: at {first['path'] or '/'}: {first['msg']}")
+        if mode is not None and mode not in {m.value for m in Mode}:
+            raise SetupError(f"--mode must be enforce or observe, got {mode!r}")
+        directions = document.get("directions", {})
+        return cls(
+            mode=Mode(mode or document.get("mode", Mode.ENFORCE)),
+            directions={Direction(k): Mode(v) for k, v in directions.items()},
+            tools={name: Mode(entry["mode"]) for name, entry in document.get("tools", {}).items() if "mode" in entry},
+            rules_off=frozenset(rule for rule, on in document.get("rules", {}).items() if not on),
+            grace_seconds=float(document.get("grace_seconds", 2.0)),
+        )

@@ -1,0 +1,331 @@
+"""`mcp-server gateway` in front of real upstreams, with real clients (issue 5)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from .conftest import ROOT, initialize_frame, meta_2026, server_env
+
+WAIT = 30.0
+SDK_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "sdk_server.py")]
+BROKEN_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "broken_server.py")]
+
+
+def gateway_command(*options: str, upstream: list[str] = SDK_UPSTREAM) -> list[str]:
+    return [sys.executable, "-m", "mcp_server", "gateway", *options, "--", *upstream]
+
+
+class Peer:
+    """A raw NDJSON client on the gateway's STDIO, one request at a time."""
+
+    def __init__(self, tmp_path: Path, *options: str, upstream: list[str] = SDK_UPSTREAM) -> None:
+        self.process = subprocess.Popen(
+            gateway_command(*options, upstream=upstream),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+        )
+
+    def send(self, frame: dict[str, Any] | bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write((frame if isinstance(frame, bytes) else json.dumps(frame).encode()) + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, "the gateway closed stdout"
+        return json.loads(line)
+
+    def call(self, frame: dict[str, Any]) -> dict[str, Any]:
+        self.send(frame)
+        return self.receive()
+
+    def finish(self) -> tuple[int, str]:
+        _, stderr = self.process.communicate(b"", timeout=WAIT)
+        return self.process.returncode, stderr.decode()
+
+
+def report_of(tmp_path: Path) -> dict[str, Any]:
+    [path] = sorted((tmp_path / "runs" / "mcp_server" / "gateway").glob("*-report.json"))
+    return json.loads(path.read_text())
+
+
+def handshake(peer: Peer, version: str) -> dict[str, Any]:
+    reply = peer.call(initialize_frame(version, 1))
+    peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return reply
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+def test_valid_traffic_passes_byte_for_byte_and_the_report_is_clean(tmp_path: Path, version: str) -> None:
+    """Issue 5: valid frames are forwarded unchanged; zero violations on a clean session."""
+    peer = Peer(tmp_path)
+    assert handshake(peer, version)["result"]["protocolVersion"] == version
+    listed = peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert {tool["name"] for tool in listed["result"]["tools"]} == {"add", "echo", "fail"}
+    added = peer.call(
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}
+    )
+    assert added["result"]["structuredContent"] == {"total": 5}
+    failed = peer.call(
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "fail", "arguments": {"reason": "no"}}}
+    )
+    assert failed["result"]["isError"] is True
+    status, stderr = peer.finish()
+    assert status == 0, stderr
+    report = report_of(tmp_path)
+    assert report["violations"] == {}
+    assert report["protocol_version"] == version
+    assert report["frames"]["client_to_server"]["tools/call"] == 2
+    assert report["frames"]["server_to_client"]["tools/call"] == 2
+
+
+def test_invalid_arguments_never_reach_the_upstream_in_enforce_mode(tmp_path: Path) -> None:
+    """Issue 5: on 2025-11-25 a tool result with isError and the violations; -32602 before."""
+    peer = Peer(tmp_path)
+    handshake(peer, "2025-11-25")
+    peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    bad = peer.call(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": "two", "b": 3}},
+        }
+    )
+    assert bad["result"]["isError"] is True
+    [error] = bad["result"]["structuredContent"]["errors"]
+    assert error["path"] == "/params/arguments/a" and error["keyword"] == "type" and error["schemaPath"]
+    peer.finish()
+    report = report_of(tmp_path)
+    assert report["violations"] == {"invalid_tool_input": 1}
+    assert report["violations_by_tool"] == {"invalid_tool_input": {"add": 1}}
+    assert "tools/call" not in report["frames"].get("server_to_client", {})  # the upstream never answered one
+
+
+def test_invalid_arguments_before_2025_11_25_are_invalid_params(tmp_path: Path) -> None:
+    """Issue 5 / MCP 2025-06-18: invalid tool arguments are a -32602 protocol error."""
+    peer = Peer(tmp_path)
+    handshake(peer, "2025-06-18")
+    peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    bad = peer.call(
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1}}}
+    )
+    assert bad["error"]["code"] == -32602
+    assert bad["error"]["data"]["errors"][0]["keyword"] == "required"
+    peer.finish()
+
+
+def test_observe_mode_passes_everything_and_only_counts(tmp_path: Path) -> None:
+    """Issue 5: observe: every frame passes unchanged; violations are logged and counted."""
+    peer = Peer(tmp_path, "--mode", "observe")
+    handshake(peer, "2025-11-25")
+    peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    reply = peer.call(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": "two", "b": 3}},
+        }
+    )
+    # The upstream itself refused it: the gateway let it through.
+    assert reply["result"]["isError"] is True
+    assert "structuredContent" not in reply["result"] or "errors" not in reply["result"]["structuredContent"]
+    _, stderr = peer.finish()
+    assert report_of(tmp_path)["violations"] == {"invalid_tool_input": 1}
+    assert '"action":"observed"' in stderr
+
+
+def test_the_broken_upstream_is_caught_rule_by_rule(tmp_path: Path) -> None:
+    """Issue 5: invalid result, wrong structuredContent, unknown id, stdout junk, schema change, death."""
+    peer = Peer(tmp_path, upstream=BROKEN_UPSTREAM)
+    handshake(peer, "2025-11-25")
+    listed = peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    names = {tool["name"] for tool in listed["result"]["tools"]}
+    assert "badschema" not in names and "strict" in names  # dropped: its schema could not be compiled
+
+    def call(request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
+        return peer.call(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
+
+    bad = call(3, "bad_result")
+    assert bad["id"] == 3 and bad["error"]["data"]["rule"] == "invalid_params"
+    assert bad["error"]["data"]["errors"][0]["path"].startswith("/result/content")
+    wrong = call(4, "wrong_structured")
+    assert wrong["error"]["data"]["rule"] == "invalid_tool_output"
+    assert wrong["error"]["data"]["errors"][0]["path"] == "/result/structuredContent/n"
+    junk = call(5, "junk")
+    assert junk["result"]["content"][0]["text"] == "ok"  # the stray line was quarantined, the reply delivered
+    relisted = peer.call({"jsonrpc": "2.0", "id": 6, "method": "tools/list"})
+    assert "result" in relisted
+    peer.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "unknown_id", "arguments": {}}})
+    peer.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "die", "arguments": {}}})
+    replies = {peer.receive()["id"]: None for _ in range(2)}
+    assert set(replies) == {7, 8}  # both pending requests are answered when the upstream dies
+    status, stderr = peer.finish()
+    assert status != 0
+    report = report_of(tmp_path)
+    assert report["violations"]["invalid_params"] == 1
+    assert report["violations"]["invalid_tool_output"] == 1
+    assert report["violations"]["unknown_response_id"] == 1
+    assert report["violations"]["upstream_stdout_pollution"] == 1
+    assert report["violations"]["invalid_tool_schema"] == 2  # once per list that carries it
+    assert report["violations"]["upstream_unavailable"] == 2
+    [changed] = report["examples"]["tool_definition_changed"]
+    assert changed["tool"] == "wrong_structured"
+    assert changed["patch"] and all(op["op"] in ("add", "remove", "replace") for op in changed["patch"])
+    assert "DEBUG: this print()" in report["examples"]["upstream_stdout_pollution"][0]["excerpt"]
+
+
+def test_a_client_that_disconnects_ends_the_upstream_without_zombies(tmp_path: Path) -> None:
+    """Issue 5: a client that disconnects ends the upstream; no zombie processes."""
+    peer = Peer(tmp_path)
+    handshake(peer, "2025-11-25")
+    children = Path(f"/proc/{peer.process.pid}/task/{peer.process.pid}/children").read_text().split()
+    assert len(children) == 1
+    status, _ = peer.finish()
+    assert status == 0
+    deadline = time.monotonic() + WAIT
+    while Path(f"/proc/{children[0]}").exists():
+        stat = Path(f"/proc/{children[0]}/stat").read_text()
+        assert time.monotonic() < deadline, f"upstream still there: {stat}"
+        time.sleep(0.02)
+
+
+def test_sigterm_stops_the_gateway_and_its_upstream_and_writes_the_report(tmp_path: Path) -> None:
+    """Issue 5: the report is written on exit; the upstream is ended."""
+    peer = Peer(tmp_path)
+    handshake(peer, "2025-11-25")
+    peer.process.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + WAIT
+    while not list((tmp_path / "runs").rglob("*-report.json")):
+        assert time.monotonic() < deadline, "SIGUSR1 wrote no report"
+        time.sleep(0.02)
+    peer.process.send_signal(signal.SIGTERM)
+    status, stderr = peer.finish()
+    assert status == 0
+    assert "conformance report:" in stderr
+
+
+def test_mcp_server_report_prints_a_written_report_again(tmp_path: Path) -> None:
+    """Issue 5: `mcp-server report FILE` prints it again."""
+    peer = Peer(tmp_path)
+    handshake(peer, "2025-11-25")
+    peer.finish()
+    [path] = sorted((tmp_path / "runs").rglob("*-report.json"))
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "report", str(path)],
+        capture_output=True,
+        timeout=WAIT,
+        env=server_env(tmp_path),
+    )
+    assert result.returncode == 0
+    assert result.stdout.decode().startswith("conformance report:")
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "report", str(broken)],
+        capture_output=True,
+        timeout=WAIT,
+        env=server_env(tmp_path),
+    )
+    assert result.returncode == 2 and b"Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("config", "fragment"),
+    [
+        ('{"mode": "sometimes"}', "/mode"),
+        ('{"tools": {"add": {"mode": 1}}}', "/tools/add/mode"),
+        ("{not json", "not valid"),
+    ],
+)
+def test_a_bad_config_file_exits_2_naming_the_pointer(tmp_path: Path, config: str, fragment: str) -> None:
+    """Bad input gets a clear error: the gateway config is validated against its schema."""
+    path = tmp_path / "gateway.json"
+    path.write_text(config)
+    result = subprocess.run(
+        gateway_command("--config", str(path)),
+        capture_output=True,
+        timeout=WAIT,
+        env=server_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert "mcp:error reason=setup_failed" in result.stderr.decode() and fragment in result.stderr.decode()
+
+
+def test_a_missing_upstream_command_exits_2(tmp_path: Path) -> None:
+    """Bad input gets a clear error: an upstream that cannot be started."""
+    result = subprocess.run(
+        gateway_command(upstream=[str(tmp_path / "no-such-server")]),
+        capture_output=True,
+        timeout=WAIT,
+        env=server_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert "cannot start upstream" in result.stderr.decode()
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")])
+def test_the_official_client_cannot_tell_the_gateway_from_the_upstream(
+    tmp_path: Path, mode: str, expected: str
+) -> None:
+    """Issue 5: same results through the gateway as direct, on valid traffic."""
+
+    async def session(command: list[str]) -> list[Any]:
+        parameters = StdioServerParameters(
+            command=command[0], args=command[1:], env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
+        )
+        async with Client(parameters, mode=mode, read_timeout_seconds=WAIT) as client:
+            assert client.protocol_version == expected
+            listed = await client.list_tools()
+            added = await client.call_tool("add", {"a": 20, "b": 22})
+            echoed = await client.call_tool("echo", {"text": "hé"})
+            return [
+                sorted(tool.name for tool in listed.tools),
+                added.structured_content,
+                added.is_error,
+                echoed.structured_content,
+                [c.text for c in echoed.content],
+            ]
+
+    direct = asyncio.run(asyncio.wait_for(session(SDK_UPSTREAM), WAIT))
+    through = asyncio.run(asyncio.wait_for(session(gateway_command()), WAIT))
+    assert through == direct
+    assert direct[1] == {"total": 42}
+    assert report_of(tmp_path)["violations"] == {}
+
+
+def test_a_2026_request_through_the_gateway_is_checked_against_2026(tmp_path: Path) -> None:
+    """Issue 5: the version in force is taken per request from _meta under 2026-07-28."""
+    peer = Peer(tmp_path)
+    missing_capabilities = meta_2026(name="add", arguments={"a": 1, "b": 2})
+    del missing_capabilities["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    reply = peer.call({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": missing_capabilities})
+    assert reply["error"]["code"] == -32602
+    peer.finish()
+    assert report_of(tmp_path)["violations"] == {"invalid_params": 1}
+    assert os.path.isdir(tmp_path / "runs")

@@ -1,0 +1,38 @@
+"""A well-behaved MCP server written with the official `mcp` SDK (MCPServer), served over STDIO.
+
+The gateway tests put it behind `mcp-server gateway`; it must be indistinguishable through it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("sdk-upstream")
+
+
+class Sum(BaseModel):
+    total: int
+
+
+@server.tool()
+def add(a: int, b: int) -> Sum:
+    """Add two integers; the result is structured (the tool declares an outputSchema)."""
+    return Sum(total=a + b)
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo a string back."""
+    return text
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fail: a tool execution error (isError: true)."""
+    raise ValueError(reason)
+
+
+if __name__ == "__main__":
+    server.run("stdio")
