@@ -183,7 +183,7 @@ def test_the_broken_upstream_is_caught_rule_by_rule(tmp_path: Path) -> None:
     peer.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "die", "arguments": {}}})
     replies = {peer.receive()["id"]: None for _ in range(2)}
     assert set(replies) == {7, 8}  # both pending requests are answered when the upstream dies
-    status, stderr = peer.finish()
+    status, _stderr = peer.finish()
     assert status != 0
     report = report_of(tmp_path)
     assert report["violations"]["invalid_params"] == 1

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import threading
 from collections.abc import Callable
 
@@ -36,12 +37,44 @@ def _pump(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes])
             return
 
 
+async def _pump_pipe(reader: asyncio.StreamReader, queue: asyncio.Queue[bytes]) -> None:
+    while True:
+        try:
+            chunk = await reader.read(_CHUNK)
+        except (OSError, ValueError):
+            chunk = b""
+        await queue.put(chunk)
+        if not chunk:
+            return
+
+
 def start_reader(fd: int) -> asyncio.Queue[bytes]:
-    """Chunks of ``fd`` as they arrive, ``b""`` at end of input (a bounded queue: backpressure)."""
+    """Chunks of ``fd`` as they arrive, ``b""`` at end of input (a bounded queue: backpressure).
+
+    A pipe or socket is read by the event loop itself (no thread hop per chunk); anything the loop
+    cannot watch (a regular file) by a daemon thread.
+    """
     queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=4)
     loop = asyncio.get_running_loop()
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+        reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+        connected = loop.create_task(loop.connect_read_pipe(lambda: protocol, pipe))
+
+        async def pump() -> None:
+            await connected
+            await _pump_pipe(reader, queue)
+
+        _background.add(task := loop.create_task(pump()))
+        task.add_done_callback(_background.discard)
+        return queue
     threading.Thread(target=_pump, args=(fd, loop, queue), daemon=True, name=f"read-fd{fd}").start()
     return queue
+
+
+_background: set[asyncio.Task[None]] = set()
 
 
 async def serve_stdio(

@@ -5,9 +5,8 @@ The gateway tests put it behind `mcp-server gateway`; it must be indistinguishab
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
 
 server = MCPServer("sdk-upstream")
 

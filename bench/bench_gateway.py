@@ -1,0 +1,164 @@
+"""Gateway overhead: tools/call round trips direct over STDIO vs through `mcp-server gateway`.
+
+Same run, same upstream (bench/fast_upstream.py). Prints medians of repeats and same-run ratios:
+added p50 at concurrency 1 (target ≤ 100 µs), throughput at concurrency 16 (target ≥ 70 % of
+direct), and the gateway's RSS with 500 distinct tool schemas compiled (target ≤ 60 MiB).
+Usage: python bench/bench_gateway.py [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+UPSTREAM = [sys.executable, str(ROOT / "bench" / "fast_upstream.py")]
+
+
+def spawn(command: list[str], runs: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MCP_RUNS_DIR=runs)
+    return subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0
+    )
+
+
+def rpc(process: subprocess.Popen[bytes], frame: dict) -> dict:
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(frame).encode() + b"\n")
+    return json.loads(process.stdout.readline())
+
+
+def start(command: list[str], runs: str) -> subprocess.Popen[bytes]:
+    process = spawn(command, runs)
+    rpc(
+        process,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        },
+    )
+    assert process.stdin is not None
+    process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    rpc(process, {"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
+    return process
+
+
+def call(index: int, size: int) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": index,
+            "method": "tools/call",
+            "params": {
+                "name": f"tool_{index % 20}",
+                "arguments": {"text": "x" * size, "count": index, "tags": ["a", "b"]},
+            },
+        }
+    ).encode()
+
+
+def sequential(process: subprocess.Popen[bytes], n: int, size: int) -> list[float]:
+    assert process.stdin is not None and process.stdout is not None
+    latencies = []
+    for index in range(n):
+        frame = call(index, size) + b"\n"
+        began = time.perf_counter()
+        process.stdin.write(frame)
+        process.stdout.readline()
+        latencies.append(time.perf_counter() - began)
+    return latencies
+
+
+def concurrent(process: subprocess.Popen[bytes], n: int, depth: int, size: int) -> float:
+    """n calls with ``depth`` outstanding at any time; calls per second."""
+    assert process.stdin is not None and process.stdout is not None
+    window = threading.Semaphore(depth)
+    frames = [call(index, size) + b"\n" for index in range(n)]
+
+    def writer() -> None:
+        for frame in frames:
+            window.acquire()
+            process.stdin.write(frame)  # type: ignore[union-attr]
+
+    began = time.perf_counter()
+    thread = threading.Thread(target=writer)
+    thread.start()
+    for _ in range(n):
+        process.stdout.readline()
+        window.release()
+    elapsed = time.perf_counter() - began
+    thread.join()
+    return n / elapsed
+
+
+def rss_with_tools(count: int, runs: str) -> float:
+    process = spawn([sys.executable, "-m", "mcp_server", "gateway", "--", *UPSTREAM, str(count)], runs)
+    rpc(
+        process,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        },
+    )
+    listed = rpc(process, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert len(listed["result"]["tools"]) == count
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1]) / 1024
+    process.communicate(b"", timeout=30)
+    return rss
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    n_seq, n_conc, repeats, size = (300, 2000, 3, 1000) if quick else (2000, 10000, 5, 1000)
+    runs = tempfile.mkdtemp(prefix="bench-gateway-")
+    direct_cmd = UPSTREAM
+    gateway_cmd = [sys.executable, "-m", "mcp_server", "gateway", "--", *UPSTREAM]
+    p50 = {"direct": [], "gateway": []}
+    p99 = {"direct": [], "gateway": []}
+    rate = {"direct": [], "gateway": []}
+    for _ in range(repeats):
+        for name, command in (("direct", direct_cmd), ("gateway", gateway_cmd)):
+            process = start(command, runs)
+            latencies = sorted(sequential(process, n_seq, size))
+            p50[name].append(latencies[len(latencies) // 2])
+            p99[name].append(latencies[int(len(latencies) * 0.99)])
+            rate[name].append(concurrent(process, n_conc, 16, size))
+            process.communicate(b"", timeout=30)
+    med = {
+        k: {name: statistics.median(v) for name, v in d.items()}
+        for k, d in (("p50", p50), ("p99", p99), ("rate", rate))
+    }
+    added = (med["p50"]["gateway"] - med["p50"]["direct"]) * 1e6
+    ratio = med["rate"]["gateway"] / med["rate"]["direct"]
+    rss = rss_with_tools(500, runs)
+    print(f"tools/call round trips, {size} B arguments, median of {repeats} runs")
+    print(f"{'':10}{'p50 µs':>10}{'p99 µs':>10}{'calls/s @16':>14}")
+    for name in ("direct", "gateway"):
+        print(f"{name:10}{med['p50'][name] * 1e6:10.0f}{med['p99'][name] * 1e6:10.0f}{med['rate'][name]:14.0f}")
+    print(f"added p50: {added:.0f} µs (target ≤ 100)")
+    print(f"throughput at concurrency 16: {ratio:.2f}× direct (target ≥ 0.70)")
+    print(f"gateway RSS with 500 distinct tool schemas compiled: {rss:.1f} MiB (target ≤ 60)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""A minimal, fast MCP upstream for benchmarks: raw NDJSON, N tools with distinct schemas.
+
+Answers initialize, tools/list and tools/call at once, so the gateway's own cost is what shows.
+Usage: python bench/fast_upstream.py [N_TOOLS]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+N_TOOLS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+
+
+def tool(index: int) -> dict:
+    return {
+        "name": f"tool_{index}",
+        "description": f"benchmark tool {index}",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "maxLength": 100_000 + index},
+                "count": {"type": "integer", "minimum": 0},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["text"],
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"length": {"type": "integer"}, "echo": {"type": "string"}},
+            "required": ["length"],
+        },
+    }
+
+
+TOOLS = [tool(i) for i in range(N_TOOLS)]
+out = sys.stdout
+for line in sys.stdin:
+    request = json.loads(line)
+    rid = request.get("id")
+    if rid is None:
+        continue
+    method = request.get("method")
+    if method == "initialize":
+        result = {
+            "protocolVersion": request["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fast", "version": "1"},
+        }
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        text = request["params"]["arguments"].get("text", "")
+        structured = {"length": len(text), "echo": text[:64]}
+        result = {"content": [{"type": "text", "text": json.dumps(structured)}], "structuredContent": structured}
+    else:
+        result = {}
+    out.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
+    out.flush()
