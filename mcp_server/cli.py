@@ -79,7 +79,8 @@ def _write_ready(path: Path) -> None:
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from .server import build_server
     from .tools import ToolSet
-    from .tools.catalog import builtin_tools, corpus_dirs
+    from .corpus import load_corpus
+    from .tools.catalog import builtin_tools
     from .transport.stdio import serve_stdio
 
     endpoint = (environ.get("MCP_ENDPOINT") or "stdio").strip().lower()
@@ -93,8 +94,9 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         raise SetupError(f"Unsupported MCP transport {endpoint!r} in this build (stdio only)")
     settings = Settings.from_env(environ)
     registry = SchemaRegistry()
-    tools = ToolSet(builtin_tools(environ, registry), registry)
-    schemas_dir, examples_dir = corpus_dirs(environ, registry)
+    corpus = load_corpus(environ, registry)
+    tools = ToolSet(builtin_tools(environ, registry, corpus), registry)
+    schemas_dir, examples_dir = corpus.schemas_dir, corpus.examples_dir
     handler = build_server(registry, tools, settings)
 
     def ready() -> None:

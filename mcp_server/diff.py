@@ -24,7 +24,9 @@ def _same(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) in (int, float) and type(b) in (int, float) and a == b or type(a) is type(b) and a == b
+    if type(a) in (int, float) and type(b) in (int, float):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
 
 
 def _walk(base: Any, new: Any, tokens: list[str], patch: list[dict[str, Any]]) -> None:

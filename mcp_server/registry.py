@@ -111,6 +111,19 @@ def _compile(schema: Any, name: str, **options: Any) -> Validator:
         raise SchemaError(f"{name}: cannot compile: {exc}") from None
 
 
+def _refs(document: Any) -> Iterator[str]:
+    """Every ``$ref`` value in a schema document."""
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value.split("#", 1)[0] or value
+            else:
+                yield from _refs(value)
+    elif isinstance(document, list):
+        for item in document:
+            yield from _refs(item)
+
+
 class ProtocolSchema:
     """One MCP protocol version: its definitions, methods and compiled validators.
 
@@ -266,10 +279,21 @@ class SchemaRegistry:
                 if isinstance(document, dict) and isinstance(document.get("$id"), str):
                     resources.append((document["$id"], document))
                     self._documents[document["$id"]] = document
-        self._root_registry = jsonschema_rs.Registry(resources, retriever=_refuse_remote) if resources else None
+        self._root_registry = self._index(resources) if resources else None
         for path, (uri, document) in self._files.items():
             _meta_check(document, str(path))
             self.compile(document, base_uri=uri, name=str(path))
+
+    def _index(self, resources: list[tuple[str, Any]]) -> Any:
+        try:
+            return jsonschema_rs.Registry(resources, retriever=_refuse_remote)
+        except (ValueError, jsonschema_rs.ReferencingError) as exc:
+            # Name the schema whose $ref failed: the resolver's message names only the ref.
+            detail = str(exc)
+            culprits = [
+                str(path) for path, (_, document) in self._files.items() if any(ref in detail for ref in _refs(document))
+            ]
+            raise SchemaError(f"{', '.join(culprits) or 'a schema root'}: unresolvable $ref: {detail}") from None
 
     @staticmethod
     def _schema_files(root: Path) -> Iterator[Path]:

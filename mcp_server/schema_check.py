@@ -85,7 +85,7 @@ def check_message(
             assert tools is not None
             tool_io = tools.io(message.method)
             assert tool_io is not None
-            found = violations(tool_io.input, message.params or {}, prefix="/params")
+            found = violations(tool_io.input, message.params or {})
             if found:
                 raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
             return
@@ -130,7 +130,7 @@ def _check_tool_input(tools: ToolSchemas, message: Message) -> None:
             return
         raise Rejection(CanonicalError.TOOL_NOT_FOUND, [{"path": "/params/name", "msg": "tool_not_found"}])
     arguments = params.get("arguments", {})
-    found = violations(tool_io.input, arguments, prefix="/params/arguments")
+    found = violations(tool_io.input, arguments)  # pointers into the arguments: equal for both entry styles
     if found:
         raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
 

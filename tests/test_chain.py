@@ -134,7 +134,7 @@ def test_invalid_tool_arguments_are_a_tool_result_from_2025_11_25_and_an_error_b
     _, new = exchange(handler, [initialize_frame("2025-11-25"), bad_call])
     _, old = exchange(handler, [initialize_frame("2025-06-18"), bad_call])
     assert new["result"]["isError"] is True
-    assert new["result"]["structuredContent"]["errors"][0]["path"] == "/params/arguments/schema"
+    assert new["result"]["structuredContent"]["errors"][0]["path"] == "/schema"
     assert code_of(old) == CanonicalError.INVALID_TOOL_INPUT.mcp_code
 
 

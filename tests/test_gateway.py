@@ -109,7 +109,7 @@ def test_invalid_arguments_never_reach_the_upstream_in_enforce_mode(tmp_path: Pa
     )
     assert bad["result"]["isError"] is True
     [error] = bad["result"]["structuredContent"]["errors"]
-    assert error["path"] == "/params/arguments/a" and error["keyword"] == "type" and error["schemaPath"]
+    assert error["path"] == "/a" and error["keyword"] == "type" and error["schemaPath"]
     peer.finish()
     report = report_of(tmp_path)
     assert report["violations"] == {"invalid_tool_input": 1}

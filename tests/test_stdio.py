@@ -147,13 +147,14 @@ def test_a_signal_finishes_the_request_in_flight_then_exits_0(tmp_path: Path, si
         time.sleep(0.2)  # let the signal land while the request is still held by the backend
         _SlowBackend.release.set()
         reply = read_reply(process)
-        process.wait(WAIT)
+        process.communicate(timeout=WAIT)
         assert reply["id"] == 1 and reply["result"]["ok"] is True
         assert process.returncode == 0
         assert not (tmp_path / "mcp.ready").exists()
     finally:
         _SlowBackend.release.set()
         backend.shutdown()
+        backend.server_close()
 
 
 def test_a_100_mb_line_is_drained_with_flat_memory_and_the_stream_goes_on(tmp_path: Path) -> None:

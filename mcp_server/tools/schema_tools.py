@@ -1,0 +1,95 @@
+"""The corpus tools: list_schemas, get_schema, list_examples, get_example.
+
+Deterministic: the same corpus and arguments give byte-identical results. No writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import jsonio
+from ..corpus import Corpus, check_instance, safe_path
+from . import Tool, ToolContext
+
+__all__ = ["corpus_tools", "invalid_path"]
+
+NOT_FOUND: dict[str, Any] = {"ok": False, "reason": "not_found"}
+
+
+def invalid_path(pointer: str) -> dict[str, Any]:
+    return {"ok": False, "reason": "validation_failed", "errors": [{"path": pointer, "msg": "invalid_path"}]}
+
+
+def _unsafe_name(name: str) -> bool:
+    return name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/")
+
+
+def corpus_tools(corpus: Corpus) -> list[Tool]:
+    async def list_schemas(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+        return {"ok": True, "schemas": [{"name": e.name, "version": e.version, "path": e.path} for e in corpus.entries]}
+
+    async def get_schema(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+        name = arguments["name"]
+        if _unsafe_name(name):
+            return invalid_path("/name")
+        entry = corpus.schema(name)
+        if entry is None:
+            return NOT_FOUND
+        return {"ok": True, "schema": entry.document, "version": entry.version}
+
+    async def list_examples(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+        component = arguments.get("component") or "all"
+        chosen = [(c, p) for c, p in corpus.examples if component in ("all", "*") or c == component]
+        return {"ok": True, "examples": [{"component": c, "path": p} for c, p in chosen]}
+
+    async def get_example(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+        relative = arguments["path"]
+        path = safe_path(corpus.examples_root, relative)
+        if path is None:
+            return invalid_path("/path")
+        if not path.is_file():
+            return NOT_FOUND
+        try:
+            example = jsonio.loads(path.read_bytes())
+        except (OSError, jsonio.JSONSyntaxError):
+            return {"ok": False, "reason": "validation_failed", "errors": [{"path": "", "msg": "not_json"}]}
+        name = corpus.schema_for_example(example, relative)
+        entry = corpus.schema(name)
+        if entry is None:
+            return {
+                "ok": False,
+                "reason": "validation_failed",
+                "errors": [{"path": "/schema", "msg": f"unknown schema {name!r}"}],
+            }
+        errors = check_instance(entry, example)
+        if errors:
+            return {"ok": False, "reason": "validation_failed", "errors": errors}
+        return {"ok": True, "example": example, "schema": name, "validated": True}
+
+    return [
+        Tool(
+            name="list_schemas",
+            title="List schemas",
+            run=list_schemas,
+            description="List every schema of the corpus: name, version and path, sorted.",
+        ),
+        Tool(
+            name="get_schema",
+            title="Get a schema",
+            run=get_schema,
+            description="Return one schema of the corpus by name (e.g. CallToolRequest@2025-11-25).",
+        ),
+        Tool(
+            name="list_examples",
+            title="List examples",
+            run=list_examples,
+            description="List the corpus's examples, optionally of one component.",
+        ),
+        Tool(
+            name="get_example",
+            title="Get an example",
+            run=get_example,
+            description="Return one example, validated now against the schema it names.",
+        ),
+    ]
