@@ -156,7 +156,7 @@ def main() -> None:
     for name in ("direct", "gateway"):
         print(f"{name:10}{med['p50'][name] * 1e6:10.0f}{med['p99'][name] * 1e6:10.0f}{med['rate'][name]:14.0f}")
     print(f"added p50: {added:.0f} µs (target ≤ 100)")
-    print(f"throughput at concurrency 16: {ratio:.2f}× direct (target ≥ 0.70)")
+    print(f"throughput at concurrency 16: {ratio:.2f}x direct (target ≥ 0.70)")
     print(f"gateway RSS with 500 distinct tool schemas compiled: {rss:.1f} MiB (target ≤ 60)")
 
 

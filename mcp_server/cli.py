@@ -77,9 +77,9 @@ def _write_ready(path: Path) -> None:
 
 
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from .corpus import load_corpus
     from .server import build_server
     from .tools import ToolSet
-    from .corpus import load_corpus
     from .tools.catalog import builtin_tools
     from .transport.stdio import serve_stdio
 

@@ -15,7 +15,6 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
-from . import jsonio
 from .registry import SchemaError, SchemaRegistry, Validator, violations
 from .settings import SetupError
 
@@ -79,7 +78,7 @@ class Corpus:
         self.entries = sorted(entries, key=lambda e: (e.name, e.version, e.path))
         self._by_name: Mapping[str, SchemaEntry] = MappingProxyType({e.name: e for e in self.entries})
         self.examples_root = examples_root
-        self.examples = sorted(((component_of(p), p) for p in examples))
+        self.examples = sorted((component_of(p), p) for p in examples)
         self.schemas_dir = schemas_dir
         self.examples_dir = str(examples_root)
         self.aliases: Mapping[str, str] = MappingProxyType(dict(aliases))

@@ -291,7 +291,9 @@ class SchemaRegistry:
             # Name the schema whose $ref failed: the resolver's message names only the ref.
             detail = str(exc)
             culprits = [
-                str(path) for path, (_, document) in self._files.items() if any(ref in detail for ref in _refs(document))
+                str(path)
+                for path, (_, document) in self._files.items()
+                if any(ref in detail for ref in _refs(document))
             ]
             raise SchemaError(f"{', '.join(culprits) or 'a schema root'}: unresolvable $ref: {detail}") from None
 

@@ -15,7 +15,11 @@ from mcp_server.types import Handler
 from .conftest import exchange
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=8,
 )
@@ -23,7 +27,11 @@ envelope_like = st.fixed_dictionaries(
     {},
     optional={
         "jsonrpc": st.sampled_from(["2.0", "1.0", 2]),
-        "id": st.none() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=3) | st.booleans() | st.floats(allow_nan=False),
+        "id": st.none()
+        | st.integers(-(2**63), 2**63 - 1)
+        | st.text(max_size=3)
+        | st.booleans()
+        | st.floats(allow_nan=False),
         "method": st.sampled_from(["ping", "initialize", "tools/list", "tools/call", "x", "notifications/initialized"])
         | st.integers(-(2**63), 2**63 - 1),
         "params": json_values,

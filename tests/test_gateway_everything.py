@@ -106,7 +106,7 @@ def test_a_scripted_session_over_every_tool_prompt_and_resource_has_no_violation
         session.request("resources/templates/list")
         session.request("ping")
     finally:
-        _, stderr = process.communicate(b"", timeout=WAIT)
+        process.communicate(b"", timeout=WAIT)
     [path] = sorted((tmp_path / "runs").rglob("*-report.json"))
     report = json.loads(path.read_text())
     assert report["frames"]["client_to_server"]["tools/call"] == len(tools)
