@@ -7,7 +7,6 @@ it is readable, and a would-be notification or response is refused without a rep
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from .errors import CanonicalError, Rejection
@@ -92,9 +91,9 @@ def classify_stage() -> Middleware:
             try:
                 message = classify(frame.document)
             except Rejection as rejection:
-                shaped = replace(frame, message=shape_of(frame.document))
+                shaped = frame.evolve(message=shape_of(frame.document))
                 raise Rejection(rejection.error, rejection.errors, frame=shaped) from None
-            return await next_handler(replace(frame, message=message))
+            return await next_handler(frame.evolve(message=message))
 
         return handle
 

@@ -7,7 +7,6 @@ object (a batch array included: MCP sends one message per frame) → -32600. Bot
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from . import jsonio
@@ -31,7 +30,7 @@ def parse(raw: bytes) -> Mapping[str, Any]:
 def json_syntax() -> Middleware:
     def middleware(next_handler: Handler) -> Handler:
         async def handle(frame: Frame) -> Reply | None:
-            return await next_handler(replace(frame, document=parse(frame.raw)))
+            return await next_handler(frame.evolve(document=parse(frame.raw)))
 
         return handle
 

@@ -163,8 +163,7 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
                 key = (_opposite(frame.direction), message.id)
                 answered = frame.session.pending.get(key)
                 tool = frame.session.pending_tools.get(key)
-                checked = frame = replace(
-                    frame,
+                checked = frame = frame.evolve(
                     message=replace(message, method=answered),
                     annotations={**frame.annotations, "tool": tool} if tool is not None else frame.annotations,
                 )
@@ -172,7 +171,7 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
                 version = governing_version(
                     registry, frame.message, direction=frame.direction, session=frame.session, tools=tools
                 )
-                checked = replace(frame, version=version)
+                checked = frame.evolve(version=version)
                 check_message(
                     registry,
                     frame.document,

@@ -118,6 +118,30 @@ class Frame:
     version: str | None = None
     annotations: Mapping[str, Any] = field(default_factory=dict)
 
+    def evolve(
+        self,
+        *,
+        raw: bytes | None = None,
+        document: Mapping[str, Any] | None = None,
+        message: Message | None = None,
+        version: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
+    ) -> Frame:
+        """A new frame with the given fields changed (``dataclasses.replace``, without its
+        per-call introspection: this runs several times per frame on the hot path)."""
+        return Frame(
+            raw=self.raw if raw is None else raw,
+            transport=self.transport,
+            session=self.session,
+            size=self.size,
+            direction=self.direction,
+            headers=self.headers,
+            document=self.document if document is None else document,
+            message=self.message if message is None else message,
+            version=self.version if version is None else version,
+            annotations=self.annotations if annotations is None else annotations,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reply:

@@ -121,7 +121,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                         if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT
                         else CanonicalError.UPSTREAM_INVALID_REPLY
                     )
-                    stand_in = replace(seen, message=Message(kind=MessageKind.REQUEST, id=request_id, method=method))
+                    stand_in = seen.evolve(message=Message(kind=MessageKind.REQUEST, id=request_id, method=method))
                     rendered = render_rejection(
                         Rejection(member, rejection.errors, extra={"rule": rule}, frame=stand_in), stand_in, registry
                     )
@@ -207,4 +207,4 @@ def _learn_tools(
     kept = [tool for tool in result.get("tools", []) if not (isinstance(tool, Mapping) and tool.get("name") in dropped)]
     assert frame.document is not None
     document = {**frame.document, "result": {**result, "tools": kept}}
-    return replace(frame, document=document, raw=jsonio.dumps(document))
+    return frame.evolve(document=document, raw=jsonio.dumps(document))

@@ -1,0 +1,222 @@
+"""The pipeline's speed against its peers, all from one run (issue 2 §8).
+
+Prints frames/s and p50/p99 per frame for: the in-process chain, `orjson.loads` alone (the
+floor), the official SDK parsing the same frames, and a real `mcp-server serve` over STDIO; and
+the start-up compile of every bundled schema. Medians of repeats; ratios are same-run.
+Usage: python bench/bench_spine.py [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from corpus import VERSION, build  # noqa: E402
+
+from mcp_server.chain import build_chain  # noqa: E402
+from mcp_server.registry import SchemaRegistry, ToolIO  # noqa: E402
+from mcp_server.types import Direction, Frame, Reply, Session  # noqa: E402
+
+
+class CorpusTools:
+    strict = False
+
+    def __init__(self, registry: SchemaRegistry, tools: list[dict]) -> None:
+        self._io = {t["name"]: ToolIO(tool_id=t["name"], input_schema=t["inputSchema"], output_schema=t["outputSchema"],
+                                      input=registry.compile(t["inputSchema"]), output=registry.compile(t["outputSchema"]))
+                    for t in tools}
+
+    def io(self, name: str) -> ToolIO | None:
+        return self._io.get(name)
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2], ordered[int(len(ordered) * 0.99)]
+
+
+def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry) -> tuple[float, list[float]]:
+    async def terminal(frame: Frame) -> Reply | None:
+        message = frame.message
+        if message is not None and message.kind.value == "request" and message.id is not None and message.method:
+            tool = (message.params or {}).get("name") if message.method == "tools/call" else None
+            frame.session.expect_reply(frame.direction, message.id, message.method, tool)
+        if message is not None and message.method == "initialize" and frame.direction is Direction.SERVER_TO_CLIENT:
+            frame.session.protocol_version = VERSION
+        return None
+
+    chain = build_chain(terminal, registry=registry, tools=CorpusTools(registry, tools))
+    session = Session()
+    latencies: list[float] = []
+
+    async def drive() -> float:
+        began = time.perf_counter()
+        for item in frames:
+            direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
+            start = time.perf_counter()
+            await chain(Frame(raw=item.raw, transport="bench", session=session, direction=direction))
+            latencies.append(time.perf_counter() - start)
+        return time.perf_counter() - began
+
+    elapsed = asyncio.run(drive())
+    return len(frames) / elapsed, latencies
+
+
+def run_orjson(frames: list) -> tuple[float, list[float]]:
+    latencies = []
+    loads = orjson.loads
+    began = time.perf_counter()
+    for item in frames:
+        start = time.perf_counter()
+        try:
+            loads(item.raw)
+        except orjson.JSONDecodeError:
+            pass
+        latencies.append(time.perf_counter() - start)
+    return len(frames) / (time.perf_counter() - began), latencies
+
+
+def run_sdk(frames: list) -> tuple[float, list[float]]:
+    from mcp_types import jsonrpc, methods
+
+    adapter = jsonrpc.jsonrpc_message_adapter
+    latencies = []
+    began = time.perf_counter()
+    for item in frames:
+        start = time.perf_counter()
+        try:
+            message = adapter.validate_json(item.raw)
+            data = message.model_dump(by_alias=True, exclude_none=True)
+            if "method" in data:
+                if "id" in data:
+                    check = methods.validate_client_request if item.client else methods.validate_server_request
+                else:
+                    check = methods.validate_client_notification if item.client else methods.validate_server_notification
+                check(data["method"], VERSION, data.get("params"))
+            elif "result" in data and item.method:
+                (methods.validate_server_result if not item.client else methods.validate_client_result)(
+                    item.method, VERSION, data["result"])
+        except Exception:  # the SDK raises pydantic, Key and Value errors for invalid frames
+            pass
+        latencies.append(time.perf_counter() - start)
+    return len(frames) / (time.perf_counter() - began), latencies
+
+
+def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MCP_READY_FILE=str(Path("/tmp") / f"bench-{os.getpid()}.ready"))
+    process = subprocess.Popen([sys.executable, "-m", "mcp_server", "serve"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}).encode() + b"\n")
+    process.stdout.readline()
+    process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    frames = []
+    for index in range(n):
+        if index % 2:
+            frames.append(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % index)
+        else:
+            text = "x" * size_mix[index % len(size_mix)]
+            frames.append(json.dumps({"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": {
+                "name": "validate_asset", "arguments": {"schema": "TextContent",
+                                                        "asset": {"type": "text", "text": text}}}}).encode() + b"\n")
+    reader = process.stdout
+
+    def write() -> None:
+        for frame in frames:
+            process.stdin.write(frame)  # type: ignore[union-attr]
+
+    began = time.perf_counter()
+    writer = threading.Thread(target=write)
+    writer.start()
+    for _ in range(n):
+        reader.readline()
+    elapsed = time.perf_counter() - began
+    writer.join()
+    latencies = []
+    for index in range(2000):
+        start = time.perf_counter()
+        process.stdin.write(b'{"jsonrpc":"2.0","id":"p%d","method":"ping"}\n' % index)
+        reader.readline()
+        latencies.append(time.perf_counter() - start)
+    process.communicate(b"", timeout=30)
+    return n / elapsed, percentiles(latencies)
+
+
+STARTUP = """
+import os, time, sys
+sys.path.insert(0, sys.argv[1])
+def rss():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmRSS'):
+            return int(line.split()[1]) / 1024
+import jsonschema_rs, orjson
+from mcp_server.registry import SchemaRegistry
+before = rss(); began = time.perf_counter()
+SchemaRegistry()
+print((time.perf_counter() - began) * 1000, rss() - before)
+"""
+
+
+def run_startup() -> tuple[float, float]:
+    samples = []
+    for _ in range(5):
+        output = subprocess.run([sys.executable, "-c", STARTUP, str(ROOT)], capture_output=True, check=True).stdout
+        samples.append(tuple(float(x) for x in output.split()))
+    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    repeats = 3 if quick else 5
+    frames, tools = build(1000 if quick else 4000)
+    registry = SchemaRegistry()
+    results: dict[str, list] = {"chain": [], "orjson": [], "sdk": []}
+    lat: dict[str, list[float]] = {"chain": [], "orjson": [], "sdk": []}
+    for _ in range(repeats):
+        for name, runner in (("chain", lambda: run_chain(frames, tools, registry)), ("orjson", lambda: run_orjson(frames)),
+                             ("sdk", lambda: run_sdk(frames))):
+            rate, latencies = runner()
+            results[name].append(rate)
+            lat[name] = latencies
+    stdio_rates, stdio_pcts = [], []
+    for _ in range(3 if not quick else 1):
+        rate, pcts = run_stdio(5000 if quick else 20000, [50, 200, 1000, 5000, 20000])
+        stdio_rates.append(rate)
+        stdio_pcts.append(pcts)
+    compile_ms, compile_mib = run_startup()
+    med = {name: statistics.median(rates) for name, rates in results.items()}
+    total_bytes = sum(len(f.raw) for f in frames)
+    print(f"corpus: {len(frames)} frames at {VERSION}, {total_bytes / 1e6:.1f} MB, "
+          f"{sum(not f.valid for f in frames)} invalid; medians of {repeats} runs")
+    print(f"{'':28}{'frames/s':>12}{'p50 µs':>10}{'p99 µs':>10}")
+    for name, label in (("chain", "in-process chain"), ("orjson", "orjson.loads (floor)"), ("sdk", "official SDK parsing")):
+        p50, p99 = percentiles(lat[name])
+        print(f"{label:28}{med[name]:12.0f}{p50 * 1e6:10.1f}{p99 * 1e6:10.1f}")
+    stdio_rate = statistics.median(stdio_rates)
+    p50, p99 = stdio_pcts[len(stdio_pcts) // 2]
+    print(f"{'mcp-server serve over STDIO':28}{stdio_rate:12.0f}{p50 * 1e6:10.1f}{p99 * 1e6:10.1f}  (pipelined; p50/p99: ping round trips)")
+    print(f"chain / orjson floor: {med['chain'] / med['orjson']:.2f} (target >= 0.6)")
+    print(f"chain / official SDK: {med['chain'] / med['sdk']:.1f}x (target >= 5)")
+    print(f"STDIO process: {stdio_rate:.0f} frames/s (target >= 20,000)")
+    print(f"start-up compile of all bundled schemas: {compile_ms:.0f} ms, {compile_mib:.1f} MiB RSS (targets <= 100 ms, <= 15 MiB)")
+    if "--json" in sys.argv:
+        print(json.dumps({"chain": med["chain"], "orjson": med["orjson"], "sdk": med["sdk"], "stdio": stdio_rate,
+                          "compile_ms": compile_ms, "compile_mib": compile_mib}))
+
+
+if __name__ == "__main__":
+    main()
