@@ -9,6 +9,7 @@ Usage: python bench/bench_spine.py [--quick] [--json]
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -35,9 +36,16 @@ class CorpusTools:
     strict = False
 
     def __init__(self, registry: SchemaRegistry, tools: list[dict]) -> None:
-        self._io = {t["name"]: ToolIO(tool_id=t["name"], input_schema=t["inputSchema"], output_schema=t["outputSchema"],
-                                      input=registry.compile(t["inputSchema"]), output=registry.compile(t["outputSchema"]))
-                    for t in tools}
+        self._io = {
+            t["name"]: ToolIO(
+                tool_id=t["name"],
+                input_schema=t["inputSchema"],
+                output_schema=t["outputSchema"],
+                input=registry.compile(t["inputSchema"]),
+                output=registry.compile(t["outputSchema"]),
+            )
+            for t in tools
+        }
 
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)
@@ -81,10 +89,8 @@ def run_orjson(frames: list) -> tuple[float, list[float]]:
     began = time.perf_counter()
     for item in frames:
         start = time.perf_counter()
-        try:
+        with contextlib.suppress(orjson.JSONDecodeError):
             loads(item.raw)
-        except orjson.JSONDecodeError:
-            pass
         latencies.append(time.perf_counter() - start)
     return len(frames) / (time.perf_counter() - began), latencies
 
@@ -104,11 +110,14 @@ def run_sdk(frames: list) -> tuple[float, list[float]]:
                 if "id" in data:
                     check = methods.validate_client_request if item.client else methods.validate_server_request
                 else:
-                    check = methods.validate_client_notification if item.client else methods.validate_server_notification
+                    check = (
+                        methods.validate_client_notification if item.client else methods.validate_server_notification
+                    )
                 check(data["method"], VERSION, data.get("params"))
             elif "result" in data and item.method:
                 (methods.validate_server_result if not item.client else methods.validate_client_result)(
-                    item.method, VERSION, data["result"])
+                    item.method, VERSION, data["result"]
+                )
         except Exception:  # the SDK raises pydantic, Key and Value errors for invalid frames
             pass
         latencies.append(time.perf_counter() - start)
@@ -117,11 +126,26 @@ def run_sdk(frames: list) -> tuple[float, list[float]]:
 
 def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MCP_READY_FILE=str(Path("/tmp") / f"bench-{os.getpid()}.ready"))
-    process = subprocess.Popen([sys.executable, "-m", "mcp_server", "serve"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        bufsize=0,
+    )
     assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}}}).encode() + b"\n")
+    process.stdin.write(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}},
+            }
+        ).encode()
+        + b"\n"
+    )
     process.stdout.readline()
     process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     frames = []
@@ -130,9 +154,20 @@ def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
             frames.append(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % index)
         else:
             text = "x" * size_mix[index % len(size_mix)]
-            frames.append(json.dumps({"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": {
-                "name": "validate_asset", "arguments": {"schema": "TextContent",
-                                                        "asset": {"type": "text", "text": text}}}}).encode() + b"\n")
+            frames.append(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": index,
+                        "method": "tools/call",
+                        "params": {
+                            "name": "validate_asset",
+                            "arguments": {"schema": "TextContent", "asset": {"type": "text", "text": text}},
+                        },
+                    }
+                ).encode()
+                + b"\n"
+            )
     reader = process.stdout
 
     def write() -> None:
@@ -187,8 +222,11 @@ def main() -> None:
     results: dict[str, list] = {"chain": [], "orjson": [], "sdk": []}
     lat: dict[str, list[float]] = {"chain": [], "orjson": [], "sdk": []}
     for _ in range(repeats):
-        for name, runner in (("chain", lambda: run_chain(frames, tools, registry)), ("orjson", lambda: run_orjson(frames)),
-                             ("sdk", lambda: run_sdk(frames))):
+        for name, runner in (
+            ("chain", lambda: run_chain(frames, tools, registry)),
+            ("orjson", lambda: run_orjson(frames)),
+            ("sdk", lambda: run_sdk(frames)),
+        ):
             rate, latencies = runner()
             results[name].append(rate)
             lat[name] = latencies
@@ -200,22 +238,44 @@ def main() -> None:
     compile_ms, compile_mib = run_startup()
     med = {name: statistics.median(rates) for name, rates in results.items()}
     total_bytes = sum(len(f.raw) for f in frames)
-    print(f"corpus: {len(frames)} frames at {VERSION}, {total_bytes / 1e6:.1f} MB, "
-          f"{sum(not f.valid for f in frames)} invalid; medians of {repeats} runs")
+    print(
+        f"corpus: {len(frames)} frames at {VERSION}, {total_bytes / 1e6:.1f} MB, "
+        f"{sum(not f.valid for f in frames)} invalid; medians of {repeats} runs"
+    )
     print(f"{'':28}{'frames/s':>12}{'p50 µs':>10}{'p99 µs':>10}")
-    for name, label in (("chain", "in-process chain"), ("orjson", "orjson.loads (floor)"), ("sdk", "official SDK parsing")):
+    for name, label in (
+        ("chain", "in-process chain"),
+        ("orjson", "orjson.loads (floor)"),
+        ("sdk", "official SDK parsing"),
+    ):
         p50, p99 = percentiles(lat[name])
         print(f"{label:28}{med[name]:12.0f}{p50 * 1e6:10.1f}{p99 * 1e6:10.1f}")
     stdio_rate = statistics.median(stdio_rates)
     p50, p99 = stdio_pcts[len(stdio_pcts) // 2]
-    print(f"{'mcp-server serve over STDIO':28}{stdio_rate:12.0f}{p50 * 1e6:10.1f}{p99 * 1e6:10.1f}  (pipelined; p50/p99: ping round trips)")
+    print(
+        f"{'mcp-server serve over STDIO':28}{stdio_rate:12.0f}{p50 * 1e6:10.1f}{p99 * 1e6:10.1f}"
+        "  (pipelined; p50/p99: ping round trips)"
+    )
     print(f"chain / orjson floor: {med['chain'] / med['orjson']:.2f} (target >= 0.6)")
     print(f"chain / official SDK: {med['chain'] / med['sdk']:.1f}x (target >= 5)")
     print(f"STDIO process: {stdio_rate:.0f} frames/s (target >= 20,000)")
-    print(f"start-up compile of all bundled schemas: {compile_ms:.0f} ms, {compile_mib:.1f} MiB RSS (targets <= 100 ms, <= 15 MiB)")
+    print(
+        f"start-up compile of all bundled schemas: {compile_ms:.0f} ms, {compile_mib:.1f} MiB RSS"
+        " (targets <= 100 ms, <= 15 MiB)"
+    )
     if "--json" in sys.argv:
-        print(json.dumps({"chain": med["chain"], "orjson": med["orjson"], "sdk": med["sdk"], "stdio": stdio_rate,
-                          "compile_ms": compile_ms, "compile_mib": compile_mib}))
+        print(
+            json.dumps(
+                {
+                    "chain": med["chain"],
+                    "orjson": med["orjson"],
+                    "sdk": med["sdk"],
+                    "stdio": stdio_rate,
+                    "compile_ms": compile_ms,
+                    "compile_mib": compile_mib,
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -32,19 +32,37 @@ SCHEMA = {
     "required": ["name", "layers"],
     "$defs": {
         "colour": {"type": "string", "pattern": "^#[0-9a-f]{6}$"},
-        "point": {"type": "object", "required": ["x", "y"], "properties": {
-            "x": {"type": "number"}, "y": {"type": "number"}, "colour": {"$ref": "#/$defs/colour"}}},
-        "layer": {"type": "object", "required": ["id", "points"], "properties": {
-            "id": {"type": "string"}, "opacity": {"type": "number", "minimum": 0, "maximum": 1},
-            "points": {"type": "array", "items": {"$ref": "#/$defs/point"}}}},
+        "point": {
+            "type": "object",
+            "required": ["x", "y"],
+            "properties": {"x": {"type": "number"}, "y": {"type": "number"}, "colour": {"$ref": "#/$defs/colour"}},
+        },
+        "layer": {
+            "type": "object",
+            "required": ["id", "points"],
+            "properties": {
+                "id": {"type": "string"},
+                "opacity": {"type": "number", "minimum": 0, "maximum": 1},
+                "points": {"type": "array", "items": {"$ref": "#/$defs/point"}},
+            },
+        },
     },
     "properties": {"name": {"type": "string"}, "layers": {"type": "array", "items": {"$ref": "#/$defs/layer"}}},
 }
 
 
 def asset(points: int) -> dict:
-    return {"name": "bench", "layers": [{"id": f"l{i}", "opacity": 0.5, "points": [
-        {"x": j, "y": j * 2.5, "colour": "#a0b1c2"} for j in range(points)]} for i in range(4)]}
+    return {
+        "name": "bench",
+        "layers": [
+            {
+                "id": f"l{i}",
+                "opacity": 0.5,
+                "points": [{"x": j, "y": j * 2.5, "colour": "#a0b1c2"} for j in range(points)],
+            }
+            for i in range(4)
+        ],
+    }
 
 
 def main() -> None:
@@ -76,20 +94,29 @@ def main() -> None:
 
         for _ in range(3):
             tool_rates.append(asyncio.run(through_tool(3000)))
-        print(f"validate_asset, {size / 1024:.1f} KB asset, nested $refs: {statistics.median(rates):,.0f}/s in process "
-              f"({statistics.median(tool_rates):,.0f}/s through the tool function) (target >= 20,000/s)")
+        print(
+            f"validate_asset, {size / 1024:.1f} KB asset, nested $refs: {statistics.median(rates):,.0f}/s in process "
+            f"({statistics.median(tool_rates):,.0f}/s through the tool function) (target >= 20,000/s)"
+        )
 
         points = 70
         while True:  # the largest batch of 100 assets that fits the 1 MiB frame limit
             batch = [asset(points) for _ in range(100)]
-            frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "validate_many",
-                                "params": {"assets": batch, "schema": "asset"}}).encode()
+            frame = json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "validate_many", "params": {"assets": batch, "schema": "asset"}}
+            ).encode()
             if len(frame) <= 1_048_576:
                 break
             points -= 1
         environment = dict(os.environ, PYTHONPATH=str(ROOT), MCP_READY_FILE=str(Path(folder) / "ready"), **env)
-        process = subprocess.Popen([sys.executable, "-m", "mcp_server", "serve"], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment, bufsize=0)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_server", "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=environment,
+            bufsize=0,
+        )
         assert process.stdin is not None and process.stdout is not None
         times = []
         for _ in range(21):
@@ -99,8 +126,10 @@ def main() -> None:
             times.append(time.perf_counter() - began)
         assert reply.get("result", {}).get("ok") and len(reply["result"]["results"]) == 100, str(reply)[:300]
         process.communicate(b"", timeout=30)
-        print(f"validate_many, 100 assets, {len(frame) / 1048576:.2f} MiB frame, through STDIO: "
-              f"median {statistics.median(times) * 1000:.1f} ms per batch (target < 50 ms)")
+        print(
+            f"validate_many, 100 assets, {len(frame) / 1048576:.2f} MiB frame, through STDIO: "
+            f"median {statistics.median(times) * 1000:.1f} ms per batch (target < 50 ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -438,3 +438,18 @@ def test_the_validate_command_prints_one_line_and_exits_by_verdict(
         assert output["ok"] is (status == 0)
         assert output.get("reason") == reason
         assert b"Traceback" not in result.stderr
+
+
+def test_libs_synesthetic_schemas_under_the_working_directory_is_the_second_source(
+    roots: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Issue 3: without SYN_* variables, libs/synesthetic-schemas/{jsonschema,examples} when present."""
+    schemas, examples = roots
+    base = tmp_path / "work" / "libs" / "synesthetic-schemas"
+    base.mkdir(parents=True)
+    (base / "jsonschema").symlink_to(schemas, target_is_directory=True)
+    (base / "examples").symlink_to(examples, target_is_directory=True)
+    corpus = load_corpus({}, SchemaRegistry(), cwd=tmp_path / "work")
+    assert [entry.name for entry in corpus.entries] == ["colour", "legacy", "shape", "synesthetic-asset"]
+    assert len(corpus.examples) == 3
+    assert load_corpus({}, SchemaRegistry(), cwd=tmp_path / "elsewhere").schemas_dir.endswith("mcp")
