@@ -35,8 +35,7 @@ def rpc(process: subprocess.Popen[bytes], frame: dict) -> dict:
     return json.loads(process.stdout.readline())
 
 
-def start(command: list[str], runs: str) -> subprocess.Popen[bytes]:
-    process = spawn(command, runs)
+def initialize(process: subprocess.Popen[bytes]) -> None:
     rpc(
         process,
         {
@@ -50,6 +49,11 @@ def start(command: list[str], runs: str) -> subprocess.Popen[bytes]:
             },
         },
     )
+
+
+def start(command: list[str], runs: str) -> subprocess.Popen[bytes]:
+    process = spawn(command, runs)
+    initialize(process)
     assert process.stdin is not None
     process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     rpc(process, {"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
@@ -106,19 +110,7 @@ def concurrent(process: subprocess.Popen[bytes], n: int, depth: int, size: int) 
 
 def rss_with_tools(count: int, runs: str) -> float:
     process = spawn([sys.executable, "-m", "mcp_server", "gateway", "--", *UPSTREAM, str(count)], runs)
-    rpc(
-        process,
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"},
-            },
-        },
-    )
+    initialize(process)
     listed = rpc(process, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert len(listed["result"]["tools"]) == count
     status = Path(f"/proc/{process.pid}/status").read_text()

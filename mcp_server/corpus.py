@@ -18,7 +18,16 @@ from typing import Any
 from .registry import SchemaError, SchemaRegistry, Validator, violations
 from .settings import SetupError
 
-__all__ = ["Corpus", "SchemaEntry", "check_instance", "component_of", "load_corpus", "safe_path"]
+__all__ = [
+    "Corpus",
+    "SchemaEntry",
+    "check_instance",
+    "component_of",
+    "failed",
+    "load_corpus",
+    "safe_path",
+    "unsafe_name",
+]
 
 _DEFAULT_ALIASES = {"nested-synesthetic-asset": "synesthetic-asset"}
 _BUNDLED_EXAMPLES_VERSION = "2026-07-28"
@@ -50,6 +59,16 @@ def safe_path(root: Path, relative: str) -> Path | None:
     if candidate != base and base not in candidate.parents:
         return None
     return candidate
+
+
+def unsafe_name(name: str) -> bool:
+    """A schema name that would leave its root: absolute, or with a ``..`` segment."""
+    return name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/")
+
+
+def failed(path: str, msg: str) -> dict[str, Any]:
+    """The tools' ``validation_failed`` result for one problem with one argument."""
+    return {"ok": False, "reason": "validation_failed", "errors": [{"path": path, "msg": msg}]}
 
 
 def _parse_aliases(raw: str | None) -> dict[str, str]:

@@ -9,20 +9,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import jsonio
-from ..corpus import Corpus, check_instance, safe_path
+from ..corpus import Corpus, check_instance, failed, safe_path, unsafe_name
 from . import Tool, ToolContext
 
-__all__ = ["corpus_tools", "invalid_path"]
+__all__ = ["corpus_tools"]
 
 NOT_FOUND: dict[str, Any] = {"ok": False, "reason": "not_found"}
-
-
-def invalid_path(pointer: str) -> dict[str, Any]:
-    return {"ok": False, "reason": "validation_failed", "errors": [{"path": pointer, "msg": "invalid_path"}]}
-
-
-def _unsafe_name(name: str) -> bool:
-    return name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/")
 
 
 def corpus_tools(corpus: Corpus) -> list[Tool]:
@@ -31,8 +23,8 @@ def corpus_tools(corpus: Corpus) -> list[Tool]:
 
     async def get_schema(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         name = arguments["name"]
-        if _unsafe_name(name):
-            return invalid_path("/name")
+        if unsafe_name(name):
+            return failed("/name", "invalid_path")
         entry = corpus.schema(name)
         if entry is None:
             return NOT_FOUND
@@ -47,21 +39,17 @@ def corpus_tools(corpus: Corpus) -> list[Tool]:
         relative = arguments["path"]
         path = safe_path(corpus.examples_root, relative)
         if path is None:
-            return invalid_path("/path")
+            return failed("/path", "invalid_path")
         if not path.is_file():
             return NOT_FOUND
         try:
             example = jsonio.loads(path.read_bytes())
         except (OSError, jsonio.JSONSyntaxError):
-            return {"ok": False, "reason": "validation_failed", "errors": [{"path": "", "msg": "not_json"}]}
+            return failed("", "not_json")
         name = corpus.schema_for_example(example, relative)
         entry = corpus.schema(name)
         if entry is None:
-            return {
-                "ok": False,
-                "reason": "validation_failed",
-                "errors": [{"path": "/schema", "msg": f"unknown schema {name!r}"}],
-            }
+            return failed("/schema", f"unknown schema {name!r}")
         errors = check_instance(entry, example)
         if errors:
             return {"ok": False, "reason": "validation_failed", "errors": errors}

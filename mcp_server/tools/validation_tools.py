@@ -6,32 +6,24 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..corpus import Corpus, check_instance
+from ..corpus import Corpus, check_instance, failed, unsafe_name
 from ..diff import diff_documents
 from . import Tool, ToolContext
 
 __all__ = ["validate_against", "validation_tools"]
 
-SCHEMA_REQUIRED: dict[str, Any] = {
-    "ok": False,
-    "reason": "validation_failed",
-    "errors": [{"path": "/schema", "msg": "schema param is required"}],
-}
+SCHEMA_REQUIRED = failed("/schema", "schema param is required")
 
 
 def validate_against(corpus: Corpus, asset: Any, schema: Any) -> dict[str, Any]:
     """``validate_asset``'s result. A top-level ``$schemaRef`` of the asset is ignored."""
     if not isinstance(schema, str) or not schema:
         return SCHEMA_REQUIRED
-    if schema.startswith(("/", "\\")) or ".." in schema.replace("\\", "/").split("/"):
-        return {"ok": False, "reason": "validation_failed", "errors": [{"path": "/schema", "msg": "invalid_path"}]}
+    if unsafe_name(schema):
+        return failed("/schema", "invalid_path")
     entry = corpus.schema(schema)
     if entry is None:
-        return {
-            "ok": False,
-            "reason": "validation_failed",
-            "errors": [{"path": "/schema", "msg": f"unknown schema {schema!r}"}],
-        }
+        return failed("/schema", f"unknown schema {schema!r}")
     if isinstance(asset, Mapping) and "$schemaRef" in asset:
         asset = {key: value for key, value in asset.items() if key != "$schemaRef"}
     errors = check_instance(entry, asset)
