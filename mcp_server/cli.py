@@ -54,8 +54,6 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
     report = commands.add_parser("report", help="print a gateway conformance report again")
     report.add_argument("file")
-    check = commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture)", add_help=False)
-    check.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -152,10 +150,6 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         from .gateway.report import main_report
 
         return main_report(argv[1:])
-    if argv[:1] == ["check"]:
-        from .check import main_check
-
-        return main_check(argv[1:])
     args = _parser().parse_args(argv)
     _setup_logging()
     try:
