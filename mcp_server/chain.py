@@ -8,18 +8,41 @@ from .classify import classify_stage
 from .error_boundary import error_boundary
 from .json_syntax import json_syntax
 from .registry import SchemaRegistry
-from .schema_check import ToolSchemas, schema_check
+from .schema_check import ToolSchemas, schema_check, tool_output_check
 from .size_guard import DEFAULT_MAX_FRAME_BYTES, size_guard
-from .types import Handler, Middleware
+from .stage import Check, CheckStage
+from .types import Frame, Handler, Middleware, Reply
 
 __all__ = ["build_chain", "compose"]
 
 
 def compose(middlewares: Sequence[Middleware], handler: Handler) -> Handler:
-    """Wrap ``handler`` so that the first middleware listed is the outermost."""
+    """Wrap ``handler`` so that the first middleware listed is the outermost.
+
+    A row of adjacent ``CheckStage``s runs in one coroutine: the same order and the same
+    frames as one coroutine per stage, without an ``await`` between two synchronous checks.
+    """
+    row: list[Check] = []
     for middleware in reversed(middlewares):
-        handler = middleware(handler)
-    return handler
+        if isinstance(middleware, CheckStage):
+            row.insert(0, middleware.check)
+            continue
+        handler = middleware(_run_checks(row, handler)) if row else middleware(handler)
+        row = []
+    return _run_checks(row, handler) if row else handler
+
+
+def _run_checks(checks: Sequence[Check], next_handler: Handler) -> Handler:
+    if len(checks) == 1:
+        return CheckStage(checks[0])(next_handler)
+    row = tuple(checks)
+
+    async def handle(frame: Frame) -> Reply | None:
+        for check in row:
+            frame = check(frame)
+        return await next_handler(frame)
+
+    return handle
 
 
 def build_chain(
@@ -33,7 +56,7 @@ def build_chain(
     after_check: Sequence[Middleware] = (),
 ) -> Handler:
     """error boundary → [verdict] → size guard → JSON syntax → classify → [policy] → schema check
-    → [after_check …] → handler.
+    (→ the tool output check on the way back) → [after_check …] → handler.
 
     ``verdict`` decides what a rejection does before the boundary renders it (a gateway in
     observe mode lets the frame pass); ``after_check`` sees only frames that passed every check.
@@ -45,5 +68,7 @@ def build_chain(
     if policy is not None:
         stages.append(policy)
     stages.append(schema_check(registry, tools))
+    if tools is not None:
+        stages.append(tool_output_check(tools))
     stages += after_check
     return compose(stages, handler)

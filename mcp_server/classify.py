@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import CanonicalError, Rejection
-from .types import Frame, Handler, Message, MessageKind, Middleware, Reply
+from .stage import CheckStage
+from .types import Frame, Message, MessageKind
 
 __all__ = ["classify", "classify_stage", "is_request_id", "shape_of"]
 
@@ -20,19 +21,25 @@ def is_request_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+# Enum members as module constants: an attribute of an Enum class costs a descriptor call per use.
+_REQUEST, _NOTIFICATION = MessageKind.REQUEST, MessageKind.NOTIFICATION
+_RESPONSE, _ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
+
+
+def _kind(document: Mapping[str, Any]) -> MessageKind:
+    if "method" in document:
+        return _REQUEST if "id" in document else _NOTIFICATION
+    if "error" in document:
+        return _ERROR_RESPONSE
+    if "result" in document:
+        return _RESPONSE
+    return _REQUEST
+
+
 def shape_of(document: Mapping[str, Any]) -> Message:
     """The kind the sender meant, before any rule is checked (decides whether to answer)."""
     rid = document.get("id")
-    readable = rid if is_request_id(rid) else None
-    if "method" in document:
-        kind = MessageKind.REQUEST if "id" in document else MessageKind.NOTIFICATION
-    elif "error" in document:
-        kind = MessageKind.ERROR_RESPONSE
-    elif "result" in document:
-        kind = MessageKind.RESPONSE
-    else:
-        kind = MessageKind.REQUEST
-    return Message(kind=kind, id=readable)
+    return Message(_kind(document), rid if is_request_id(rid) else None)
 
 
 def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, str]]:
@@ -74,27 +81,25 @@ def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, 
 
 def classify(document: Mapping[str, Any]) -> Message:
     """The message ``document`` is, or ``Rejection(INVALID_ENVELOPE)`` listing every problem."""
-    shape = shape_of(document)
-    problems = _problems(document, shape.kind)
+    kind = _kind(document)
+    problems = _problems(document, kind)
     if problems:
         raise Rejection(CanonicalError.INVALID_ENVELOPE, sorted(problems, key=lambda p: (p["path"], p["msg"])))
-    params = document.get("params")
-    if shape.kind in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
-        return Message(kind=shape.kind, id=shape.id, method=document["method"], params=params)
-    return Message(kind=shape.kind, id=document.get("id") if is_request_id(document.get("id")) else None)
+    if kind is _REQUEST or kind is _NOTIFICATION:
+        return Message(kind, document.get("id"), document["method"], document.get("params"))
+    rid = document.get("id")
+    return Message(kind, rid if is_request_id(rid) else None)
 
 
-def classify_stage() -> Middleware:
-    def middleware(next_handler: Handler) -> Handler:
-        async def handle(frame: Frame) -> Reply | None:
-            assert frame.document is not None, "classify runs after json_syntax"
-            try:
-                message = classify(frame.document)
-            except Rejection as rejection:
-                shaped = frame.evolve(message=shape_of(frame.document))
-                raise Rejection(rejection.error, rejection.errors, frame=shaped) from None
-            return await next_handler(frame.evolve(message=message))
+def classify_stage() -> CheckStage:
+    def check(frame: Frame) -> Frame:
+        document = frame.document
+        assert document is not None, "classify runs after json_syntax"
+        try:
+            message = classify(document)
+        except Rejection as rejection:
+            shaped = frame.evolve(message=shape_of(document))
+            raise Rejection(rejection.error, rejection.errors, frame=shaped) from None
+        return frame.evolve(message=message)
 
-        return handle
-
-    return middleware
+    return CheckStage(check)

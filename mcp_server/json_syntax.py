@@ -11,7 +11,8 @@ from typing import Any
 
 from . import jsonio
 from .errors import CanonicalError, Rejection
-from .types import Frame, Handler, Middleware, Reply
+from .stage import CheckStage
+from .types import Frame
 
 __all__ = ["json_syntax", "parse"]
 
@@ -27,11 +28,8 @@ def parse(raw: bytes) -> Mapping[str, Any]:
     return document
 
 
-def json_syntax() -> Middleware:
-    def middleware(next_handler: Handler) -> Handler:
-        async def handle(frame: Frame) -> Reply | None:
-            return await next_handler(frame.evolve(document=parse(frame.raw)))
+def json_syntax() -> CheckStage:
+    def check(frame: Frame) -> Frame:
+        return frame.evolve(document=parse(frame.raw))
 
-        return handle
-
-    return middleware
+    return CheckStage(check)

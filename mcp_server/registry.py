@@ -262,6 +262,8 @@ class SchemaRegistry:
         self.versions: tuple[str, ...] = tuple(protocols)
         self.handshake_versions = tuple(v for v, p in protocols.items() if not p.stateless)
         self.stateless_versions = tuple(v for v, p in protocols.items() if p.stateless)
+        self.latest: str = self.versions[-1]
+        self.latest_handshake: str = self.handshake_versions[-1]
         self._compiled: dict[str, Validator] = {}
         self._tool_io: dict[str, ToolIO] = {}
         # Configured roots: every $id is indexed and every schema compiled now, so a ref that
@@ -319,14 +321,6 @@ class SchemaRegistry:
     def protocol(self, version: str) -> ProtocolSchema:
         """The schema of ``version``; ``KeyError`` for a version not bundled."""
         return self.protocols[version]
-
-    @property
-    def latest(self) -> str:
-        return self.versions[-1]
-
-    @property
-    def latest_handshake(self) -> str:
-        return self.handshake_versions[-1]
 
     def compile(self, schema: Any, *, base_uri: str | None = None, name: str = "schema") -> Validator:
         """The compiled validator for ``schema``, shared by every schema of equal content.

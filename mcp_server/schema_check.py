@@ -8,15 +8,26 @@ Thin async wrapper around the pure ``check_message``; no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Protocol
 
 from .errors import CanonicalError, Rejection
 from .lifecycle import resolve_version
 from .registry import SchemaRegistry, ToolIO, violations
+from .stage import CheckStage
 from .types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply, Session
 
-__all__ = ["ToolSchemas", "check_message", "check_tool_output", "governing_version", "schema_check"]
+__all__ = [
+    "ToolSchemas",
+    "check_message",
+    "check_tool_output",
+    "governing_version",
+    "schema_check",
+    "tool_output_check",
+]
+
+# Enum members as module constants: an attribute of an Enum class costs a descriptor call per use.
+_REQUEST, _NOTIFICATION = MessageKind.REQUEST, MessageKind.NOTIFICATION
+_RESPONSE, _ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
 
 
 class ToolSchemas(Protocol):
@@ -42,8 +53,8 @@ def _is_own_tool_method(registry: SchemaRegistry, message: Message, tools: ToolS
     return (
         tools is not None
         and message.method is not None
-        and message.method not in registry.protocol(registry.latest).request_methods
         and tools.io(message.method) is not None
+        and message.method not in registry.protocol(registry.latest).request_methods
     )
 
 
@@ -56,7 +67,7 @@ def governing_version(
     tools: ToolSchemas | None = None,
 ) -> str:
     """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``)."""
-    if message.kind in (MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE):
+    if message.kind is _RESPONSE or message.kind is _ERROR_RESPONSE:
         return session.protocol_version or registry.latest_handshake
     if _is_own_tool_method(registry, message, tools):
         return session.protocol_version or registry.latest
@@ -79,7 +90,7 @@ def check_message(
     every violation (absolute RFC 6901 paths into the frame, sorted by path then msg).
     """
     protocol = registry.protocol(version)
-    if message.kind in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
+    if message.kind is _REQUEST or message.kind is _NOTIFICATION:
         assert message.method is not None
         if _is_own_tool_method(registry, message, tools):
             assert tools is not None
@@ -89,7 +100,7 @@ def check_message(
             if found:
                 raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
             return
-        if message.kind is MessageKind.REQUEST:
+        if message.kind is _REQUEST:
             validator = protocol.request_validator(direction, message.method)
         else:
             validator = protocol.notification_validator(direction, message.method)
@@ -109,7 +120,7 @@ def check_message(
         tool = session.pending_tools.pop(key, None)
         if method is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
-        if message.kind is MessageKind.ERROR_RESPONSE:
+        if message.kind is _ERROR_RESPONSE:
             found = violations(protocol.envelope_validator(protocol.error_response_def), document)
         else:
             validator = protocol.result_validator(method)
@@ -152,47 +163,53 @@ def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
         raise Rejection(CanonicalError.INVALID_TOOL_OUTPUT, found)
 
 
-def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> Middleware:
+def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> CheckStage:
+    def check(frame: Frame) -> Frame:
+        message = frame.message
+        document = frame.document
+        assert document is not None and message is not None
+        session = frame.session
+        annotations = None
+        if message.id is not None and (message.kind is _RESPONSE or message.kind is _ERROR_RESPONSE):
+            # Name the request a response answers, for the stages and logs after this one.
+            key = (_opposite(frame.direction), message.id)
+            message = message._replace(method=session.pending.get(key))
+            tool = session.pending_tools.get(key)
+            if tool is not None:
+                annotations = {**frame.annotations, "tool": tool}
+        try:
+            version = governing_version(registry, message, direction=frame.direction, session=session, tools=tools)
+        except Rejection as rejection:
+            shaped = frame.evolve(message=message, annotations=annotations)
+            raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=shaped) from None
+        checked = frame.evolve(message=message, version=version, annotations=annotations)
+        try:
+            check_message(
+                registry, document, message, version=version, direction=frame.direction, session=session, tools=tools
+            )
+        except Rejection as rejection:
+            raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=checked) from None
+        return checked
+
+    return CheckStage(check)
+
+
+def tool_output_check(tools: ToolSchemas) -> Middleware:
+    """The schema check's way back: the reply to a ``tools/call`` meets the tool's output schema."""
+
     def middleware(next_handler: Handler) -> Handler:
         async def handle(frame: Frame) -> Reply | None:
-            assert frame.document is not None and frame.message is not None
-            checked = frame
+            reply = await next_handler(frame)
             message = frame.message
-            if message.kind in (MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE) and message.id is not None:
-                # Name the request a response answers, for the stages and logs after this one.
-                key = (_opposite(frame.direction), message.id)
-                answered = frame.session.pending.get(key)
-                tool = frame.session.pending_tools.get(key)
-                checked = frame = frame.evolve(
-                    message=replace(message, method=answered),
-                    annotations={**frame.annotations, "tool": tool} if tool is not None else frame.annotations,
-                )
-            try:
-                version = governing_version(
-                    registry, frame.message, direction=frame.direction, session=frame.session, tools=tools
-                )
-                checked = frame.evolve(version=version)
-                check_message(
-                    registry,
-                    frame.document,
-                    frame.message,
-                    version=version,
-                    direction=frame.direction,
-                    session=frame.session,
-                    tools=tools,
-                )
-            except Rejection as rejection:
-                raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=checked) from None
-            reply = await next_handler(checked)
-            is_call = frame.message.kind is MessageKind.REQUEST and frame.message.method == "tools/call"
-            if tools is not None and is_call and reply is not None:
-                result = reply.document.get("result") if reply.document is not None else None
-                tool_io = tools.io((frame.message.params or {}).get("name", ""))
-                if isinstance(result, Mapping) and tool_io is not None:
-                    try:
-                        check_tool_output(tool_io, result)
-                    except Rejection as rejection:
-                        raise Rejection(rejection.error, rejection.errors, frame=checked) from None
+            if reply is None or reply.document is None or message is None or message.method != "tools/call":
+                return reply
+            result = reply.document.get("result")
+            tool_io = tools.io((message.params or {}).get("name", ""))
+            if isinstance(result, Mapping) and tool_io is not None:
+                try:
+                    check_tool_output(tool_io, result)
+                except Rejection as rejection:
+                    raise Rejection(rejection.error, rejection.errors, frame=frame) from None
             return reply
 
         return handle

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .errors import CanonicalError, Rejection
-from .types import Frame, Handler, Middleware, Reply
+from .stage import CheckStage
+from .types import Frame
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "check_size", "size_guard"]
 
@@ -17,12 +18,9 @@ def check_size(size: int, limit: int) -> None:
         raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE)
 
 
-def size_guard(limit: int = DEFAULT_MAX_FRAME_BYTES) -> Middleware:
-    def middleware(next_handler: Handler) -> Handler:
-        async def handle(frame: Frame) -> Reply | None:
-            check_size(len(frame.raw) if frame.size is None else frame.size, limit)
-            return await next_handler(frame)
+def size_guard(limit: int = DEFAULT_MAX_FRAME_BYTES) -> CheckStage:
+    def check(frame: Frame) -> Frame:
+        check_size(len(frame.raw) if frame.size is None else frame.size, limit)
+        return frame
 
-        return handle
-
-    return middleware
+    return CheckStage(check)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from . import jsonio
 from .errors import CanonicalError
@@ -43,8 +44,7 @@ class Direction(StrEnum):
     SERVER_TO_CLIENT = "server_to_client"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Message:
+class Message(NamedTuple):
     """A classified JSON-RPC 2.0 message. ``id`` is ``None`` for a notification.
 
     For a response, ``method`` is the method of the request it answers, once the schema check
@@ -99,24 +99,27 @@ class Session:
             self.pending_tools[(direction, request_id)] = tool
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Frame:
+_NO_ANNOTATIONS: Mapping[str, Any] = MappingProxyType({})
+
+
+class Frame(NamedTuple):
     """One frame as it moves through the chain; each stage hands on a new frame.
 
     ``raw`` is the bytes as received (without the NDJSON newline); ``document`` is set once
     by the JSON syntax stage, ``message`` by classify, ``version`` by the schema check.
+    A named tuple: immutable, and cheap to copy (several stages copy it per frame).
     """
 
     raw: bytes
     transport: str
-    size: int | None = None  # bytes received, when ``raw`` holds less (a drained oversized line)
     session: Session
+    size: int | None = None  # bytes received, when ``raw`` holds less (a drained oversized line)
     direction: Direction = Direction.CLIENT_TO_SERVER
     headers: Mapping[str, str] | None = None
     document: Mapping[str, Any] | None = None
     message: Message | None = None
     version: str | None = None
-    annotations: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Mapping[str, Any] = _NO_ANNOTATIONS
 
     def evolve(
         self,
@@ -127,19 +130,22 @@ class Frame:
         version: str | None = None,
         annotations: Mapping[str, Any] | None = None,
     ) -> Frame:
-        """A new frame with the given fields changed (``dataclasses.replace``, without its
-        per-call introspection: this runs several times per frame on the hot path)."""
-        return Frame(
-            raw=self.raw if raw is None else raw,
-            transport=self.transport,
-            session=self.session,
-            size=self.size,
-            direction=self.direction,
-            headers=self.headers,
-            document=self.document if document is None else document,
-            message=self.message if message is None else message,
-            version=self.version if version is None else version,
-            annotations=self.annotations if annotations is None else annotations,
+        """A new frame with the given fields changed (``None`` keeps a field as it is)."""
+        old_raw, transport, session, size, direction, headers, old_document, old_message, old_version, old_notes = self
+        return tuple.__new__(
+            Frame,
+            (
+                old_raw if raw is None else raw,
+                transport,
+                session,
+                size,
+                direction,
+                headers,
+                old_document if document is None else document,
+                old_message if message is None else message,
+                old_version if version is None else version,
+                old_notes if annotations is None else annotations,
+            ),
         )
 
 

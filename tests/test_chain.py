@@ -178,3 +178,47 @@ def test_ping_is_not_a_method_of_2026(handler: Handler) -> None:
     """MCP 2026-07-28: ping was removed; the method is unknown at that version."""
     [reply] = exchange(handler, [{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": meta_2026()}])
     assert code_of(reply) == -32601
+
+
+def test_compose_runs_a_row_of_checks_in_order_and_stops_at_a_rejection() -> None:
+    """compose fuses adjacent CheckStages into one coroutine: same order, same short-circuit."""
+    import asyncio
+
+    from mcp_server.chain import compose
+    from mcp_server.errors import Rejection
+    from mcp_server.stage import CheckStage
+    from mcp_server.types import Frame, Reply
+
+    seen: list[str] = []
+
+    def check(name: str, refuse: bool = False) -> CheckStage:
+        def run(frame: Frame) -> Frame:
+            seen.append(name)
+            if refuse and frame.raw == b"refuse":
+                raise Rejection(CanonicalError.INVALID_PARAMS)
+            return frame.evolve(annotations={**frame.annotations, name: True})
+
+        return CheckStage(run)
+
+    def plain(name: str):  # an ordinary middleware between two rows of checks
+        def middleware(next_handler: Handler) -> Handler:
+            async def handle(frame: Frame) -> Reply | None:
+                seen.append(name)
+                return await next_handler(frame)
+
+            return handle
+
+        return middleware
+
+    async def terminal(frame: Frame) -> Reply | None:
+        seen.append("handler")
+        return Reply(document=dict(frame.annotations))
+
+    chain = compose([check("a"), check("b"), plain("m"), check("c", refuse=True), check("d")], terminal)
+    reply = asyncio.run(chain(Frame(raw=b"ok", transport="test", session=Session())))
+    assert seen == ["a", "b", "m", "c", "d", "handler"]
+    assert reply is not None and reply.document == {"a": True, "b": True, "c": True, "d": True}
+    seen.clear()
+    with pytest.raises(Rejection):
+        asyncio.run(chain(Frame(raw=b"refuse", transport="test", session=Session())))
+    assert seen == ["a", "b", "m", "c"]
