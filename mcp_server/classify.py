@@ -1,7 +1,8 @@
 """Pipeline stage 3: tell request, notification, response and error response apart (JSON-RPC 2.0 §4-5).
 
 Pure core; no I/O. A frame whose shape is wrong is refused with -32600; the id is echoed when
-it is readable, and a would-be notification or response is refused without a reply.
+it is readable, and a would-be notification or response is refused without a reply. A frame that
+came with HTTP headers has its routing headers checked against the body here (-32020).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import CanonicalError, Rejection
+from .routing_headers import check_routing_headers
 from .stage import CheckStage
 from .types import Frame, Message, MessageKind
 
@@ -43,39 +45,50 @@ def shape_of(document: Mapping[str, Any]) -> Message:
 
 
 def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, str]]:
+    """Every shape problem: ``{path, msg, rule}``; ``rule`` is a stable slug per check (the library's reason)."""
     found: list[dict[str, str]] = []
     if document.get("jsonrpc") != "2.0":
-        found.append({"path": "/jsonrpc", "msg": 'must be the string "2.0"'})
+        found.append({"path": "/jsonrpc", "msg": 'must be the string "2.0"', "rule": "invalid_jsonrpc_version"})
     if kind in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
         if not isinstance(document.get("method"), str):
-            found.append({"path": "/method", "msg": "must be a string"})
+            # No method, result or error at all: not a JSON-RPC message of any kind.
+            rule = "invalid_method" if "method" in document else "unknown_message_kind"
+            found.append({"path": "/method", "msg": "must be a string", "rule": rule})
         if kind is MessageKind.REQUEST and not is_request_id(document.get("id")):
-            found.append({"path": "/id", "msg": "must be a string or an integer"})
+            found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
         if "params" in document and not isinstance(document["params"], dict):
-            found.append({"path": "/params", "msg": "must be an object"})
+            found.append({"path": "/params", "msg": "must be an object", "rule": "invalid_params"})
         for member in ("result", "error"):
             if member in document:
-                found.append({"path": f"/{member}", "msg": "not allowed in a request or notification"})
+                found.append(
+                    {
+                        "path": f"/{member}",
+                        "msg": "not allowed in a request or notification",
+                        "rule": "mixed_message_kind",
+                    }
+                )
     else:
         if "result" in document and "error" in document:
-            found.append({"path": "", "msg": "a response has exactly one of result and error"})
+            found.append(
+                {"path": "", "msg": "a response has exactly one of result and error", "rule": "result_and_error"}
+            )
         rid = document.get("id")
         if kind is MessageKind.RESPONSE and not is_request_id(rid):
-            found.append({"path": "/id", "msg": "must be a string or an integer"})
+            found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
         if kind is MessageKind.ERROR_RESPONSE and rid is not None and not is_request_id(rid):
-            found.append({"path": "/id", "msg": "must be a string, an integer or null"})
+            found.append({"path": "/id", "msg": "must be a string, an integer or null", "rule": "invalid_request_id"})
         if kind is MessageKind.RESPONSE and not isinstance(document.get("result"), dict):
-            found.append({"path": "/result", "msg": "must be an object"})
+            found.append({"path": "/result", "msg": "must be an object", "rule": "invalid_result"})
         if kind is MessageKind.ERROR_RESPONSE:
             error = document.get("error")
             if not isinstance(error, dict):
-                found.append({"path": "/error", "msg": "must be an object"})
+                found.append({"path": "/error", "msg": "must be an object", "rule": "invalid_error"})
             else:
                 code = error.get("code")
                 if not isinstance(code, int) or isinstance(code, bool):
-                    found.append({"path": "/error/code", "msg": "must be an integer"})
+                    found.append({"path": "/error/code", "msg": "must be an integer", "rule": "invalid_error_code"})
                 if not isinstance(error.get("message"), str):
-                    found.append({"path": "/error/message", "msg": "must be a string"})
+                    found.append({"path": "/error/message", "msg": "must be a string", "rule": "invalid_error"})
     return found
 
 
@@ -100,6 +113,12 @@ def classify_stage() -> CheckStage:
         except Rejection as rejection:
             shaped = frame.evolve(message=shape_of(document))
             raise Rejection(rejection.error, rejection.errors, frame=shaped) from None
-        return frame.evolve(message=message)
+        classified = frame.evolve(message=message)
+        if frame.headers is not None:  # a frame that came with HTTP headers: they route it
+            try:
+                check_routing_headers(message, frame.headers)
+            except Rejection as rejection:
+                raise Rejection(rejection.error, rejection.errors, frame=classified) from None
+        return classified
 
     return CheckStage(check)

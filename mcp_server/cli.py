@@ -17,11 +17,9 @@ from pathlib import Path
 
 from . import __version__
 from .registry import SchemaError, SchemaRegistry
-from .settings import Settings, SetupError
+from .settings import Settings, SetupError, parse_host_port
 
 __all__ = ["main"]
-
-_ENDPOINTS = ("stdio", "socket", "http")
 
 
 def _say(line: str) -> None:
@@ -66,47 +64,86 @@ def _setup_logging() -> None:
     root.propagate = False
 
 
-def _write_ready(path: Path) -> None:
+def _write_ready(path: Path, address: str | None = None) -> None:
+    """``<pid> <ISO-8601 UTC>`` (and the address, for a server that picked its own port)."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
-    temporary.write_text(f"{os.getpid()} {stamp}\n")
+    temporary.write_text(f"{os.getpid()} {stamp}" + (f" {address}" if address else "") + "\n")
     temporary.replace(path)
 
 
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    from dataclasses import replace
+
     from .corpus import load_corpus
     from .server import build_server
     from .tools import ToolSet
     from .tools.catalog import builtin_tools
-    from .transport.stdio import serve_stdio
 
-    endpoint = (environ.get("MCP_ENDPOINT") or "stdio").strip().lower()
-    if args.socket:
-        endpoint = "socket"
-    if args.http:
-        endpoint = "http"
-    if endpoint not in _ENDPOINTS:
-        raise SetupError(f"Unsupported MCP transport {endpoint!r} (expected one of: {', '.join(_ENDPOINTS)})")
-    if endpoint != "stdio":
-        raise SetupError(f"Unsupported MCP transport {endpoint!r} in this build (stdio only)")
     settings = Settings.from_env(environ)
+    if args.socket:
+        settings = replace(settings, endpoint="socket", socket_path=Path(args.socket))
+    if args.http:
+        host, port = parse_host_port(args.http, name="--http")
+        settings = replace(settings, endpoint="http", http_host=host, http_port=port)
     registry = SchemaRegistry()
     corpus = load_corpus(environ, registry)
     tools = ToolSet(builtin_tools(environ, registry, corpus), registry)
-    schemas_dir, examples_dir = corpus.schemas_dir, corpus.examples_dir
     handler = build_server(registry, tools, settings)
-
-    def ready() -> None:
-        _write_ready(settings.ready_file)
-        _say(f"mcp:ready mode=stdio schemas_dir={schemas_dir} examples_dir={examples_dir}")
-
+    dirs = f"schemas_dir={corpus.schemas_dir} examples_dir={corpus.examples_dir}"
+    mode = settings.endpoint
+    cleanup: list[Path] = []  # what this process created, removed on the way out
     try:
-        asyncio.run(serve_stdio(handler, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
+        if mode == "stdio":
+            from .transport.stdio import serve_stdio
+
+            def ready() -> None:
+                _write_ready(settings.ready_file)
+                cleanup.append(settings.ready_file)
+                _say(f"mcp:ready mode=stdio {dirs}")
+
+            asyncio.run(serve_stdio(handler, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
+        elif mode == "socket":
+            from .transport.unix_socket import bind_unix_socket, serve_unix_socket
+
+            listener = bind_unix_socket(settings.socket_path, settings.socket_mode)
+            cleanup.append(settings.socket_path)
+
+            def ready() -> None:
+                _write_ready(settings.ready_file)
+                cleanup.append(settings.ready_file)
+                _say(f"mcp:ready mode=socket path={settings.socket_path} {dirs}")
+
+            asyncio.run(serve_unix_socket(handler, listener, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
+        else:
+            from .transport.http import HttpOptions, McpHttpApp, bind_tcp, serve_http
+
+            try:
+                listener = bind_tcp(settings.http_host, settings.http_port)
+            except OSError as exc:
+                raise SetupError(
+                    f"cannot listen on {settings.http_host}:{settings.http_port}: {exc.strerror}"
+                ) from None
+            host, port = listener.getsockname()[:2]
+            url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
+            options = HttpOptions(
+                max_frame_bytes=settings.max_frame_bytes,
+                allowed_hosts=settings.allowed_hosts,
+                max_sessions=settings.max_sessions,
+            )
+
+            def ready() -> None:
+                _write_ready(settings.ready_file, url)
+                cleanup.append(settings.ready_file)
+                _say(f"mcp:ready mode=http url={url} {dirs}")
+
+            asyncio.run(serve_http(McpHttpApp(handler, registry, options), listener, on_ready=ready))
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            settings.ready_file.unlink()
-        _say("mcp:shutdown mode=stdio")
+        for path in cleanup:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+        _say(f"mcp:shutdown mode={mode}")
     return 0
 
 

@@ -17,7 +17,13 @@ from .lifecycle import is_at_least
 from .registry import SchemaRegistry
 from .types import Frame, Handler, MessageKind, Middleware, Reply
 
-__all__ = ["TOOL_ERRORS_AS_RESULTS_SINCE", "error_boundary", "render_rejection", "tool_error_result"]
+__all__ = [
+    "TOOL_ERRORS_AS_RESULTS_SINCE",
+    "error_boundary",
+    "error_reply",
+    "render_rejection",
+    "tool_error_result",
+]
 
 log = logging.getLogger("mcp_server")
 
@@ -54,6 +60,12 @@ def render_rejection(rejection: Rejection, frame: Frame, registry: SchemaRegistr
         if seen.version is not None and is_at_least(registry, seen.version, TOOL_ERRORS_AS_RESULTS_SINCE):
             result = tool_error_result(rejection.data(), registry, seen.version)
             return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": result})
+    return error_reply(rejection, request_id)
+
+
+def error_reply(rejection: Rejection, request_id: Any = None) -> Reply:
+    """The JSON-RPC error response for ``rejection`` (``id`` null when the request's is unknown)."""
+    error = rejection.error
     body = {"code": error.mcp_code, "message": error.message, "data": rejection.data()}
     return Reply(document={"jsonrpc": "2.0", "id": request_id, "error": body}, error=error)
 

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .types import Frame
 
-__all__ = ["CanonicalError", "Plane", "Rejection"]
+__all__ = [
+    "JSONRPC_RESERVED_CODES",
+    "MCP_RESERVED_CODES",
+    "MCP_RESERVED_CODES_SINCE",
+    "SERVER_ERROR_CODES",
+    "CanonicalError",
+    "Plane",
+    "Rejection",
+]
 
 
 class Plane(StrEnum):
@@ -37,7 +45,7 @@ class CanonicalError(Enum):
     INVALID_ENVELOPE = (-32600, 400, "Invalid MCP envelope", "validation_failed")
     PAYLOAD_TOO_LARGE = (-32600, 413, "Payload too large", "validation_failed")
     METHOD_NOT_FOUND = (-32601, 404, "Method not found", "not_found")
-    INVALID_PARAMS = (-32602, 422, "Invalid params", "validation_failed")
+    INVALID_PARAMS = (-32602, 400, "Invalid params", "validation_failed")
     INTERNAL_ERROR = (-32603, 500, "Internal error", "internal_error")
     # MCP lifecycle (basic/lifecycle): only ping may precede initialize; initialize happens once.
     NOT_INITIALIZED = (-32600, 400, "Session not initialized", "invalid_state")
@@ -57,6 +65,15 @@ class CanonicalError(Enum):
     UPSTREAM_INVALID_REPLY = (-32603, 502, "Upstream reply violates the MCP schema", "validation_failed")
     UPSTREAM_UNAVAILABLE = (-32603, 503, "Upstream unavailable", "upstream_unavailable")
     MIXED_PROTOCOL_VERSIONS = (-32600, 400, "Protocol version differs from the session's", "validation_failed")
+    # Streamable HTTP: refusals about the HTTP request itself, answered before a frame is read.
+    HOST_NOT_ALLOWED = (-32600, 403, "Host or Origin not allowed", "forbidden")
+    NOT_ACCEPTABLE = (-32600, 406, "Accept must allow application/json or text/event-stream", "invalid_request")
+    UNSUPPORTED_MEDIA_TYPE = (-32600, 415, "Content-Type must be application/json", "invalid_request")
+    HTTP_METHOD_NOT_ALLOWED = (-32600, 405, "HTTP method not allowed here", "invalid_request")
+    ROUTE_NOT_FOUND = (-32601, 404, "No such endpoint", "not_found")
+    SESSION_REQUIRED = (-32600, 400, "Mcp-Session-Id header required", "invalid_state")
+    UNKNOWN_SESSION = (-32600, 404, "Unknown or expired session", "invalid_state")
+    TOO_MANY_SESSIONS = (-32603, 503, "Too many open sessions", "unavailable")
 
     def __init__(
         self,
@@ -94,6 +111,15 @@ class CanonicalError(Enum):
 
 
 _BY_CODE: Mapping[int, CanonicalError] = MappingProxyType({m.jsonrpc_code: m for m in reversed(list(CanonicalError))})
+
+# Error-code ranges, (lowest, highest) inclusive. JSON-RPC 2.0 §5.1 reserves -32768..-32000 for
+# pre-defined errors and leaves -32099..-32000 to implementation-defined server errors. MCP
+# 2026-07-28 claims -32099..-32020 of that range for codes the spec defines, and leaves
+# -32019..-32000 to implementations (validation.validate_error_code reads them).
+JSONRPC_RESERVED_CODES = (-32768, -32000)
+SERVER_ERROR_CODES = (-32099, -32000)
+MCP_RESERVED_CODES = (-32099, -32020)
+MCP_RESERVED_CODES_SINCE = "2026-07-28"
 
 
 class Rejection(Exception):

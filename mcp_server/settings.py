@@ -8,7 +8,9 @@ from pathlib import Path
 
 from .size_guard import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["Settings", "SetupError"]
+__all__ = ["ENDPOINTS", "Settings", "SetupError", "parse_host_port"]
+
+ENDPOINTS = ("stdio", "socket", "http")
 
 
 class SetupError(Exception):
@@ -28,19 +30,60 @@ def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+def _socket_mode(environ: Mapping[str, str]) -> int:
+    raw = (environ.get("MCP_SOCKET_MODE") or "").strip()
+    if not raw:
+        return 0o600
+    try:
+        mode = int(raw, 8)
+    except ValueError:
+        raise SetupError(f"MCP_SOCKET_MODE must be an octal mode such as 0600, got {raw!r}") from None
+    if not 0 <= mode <= 0o777:
+        raise SetupError(f"MCP_SOCKET_MODE must be an octal mode such as 0600, got {raw!r}")
+    return mode
+
+
+def parse_host_port(value: str, *, name: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; port 0 picks a free one), or ``SetupError``."""
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise SetupError(f"{name} must be HOST:PORT (port 0-65535), got {value!r}")
+    return host, int(port)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     ready_file: Path = Path("/tmp/mcp.ready")
     max_batch: int = 100
+    endpoint: str = "stdio"
+    socket_path: Path = Path("/tmp/mcp.sock")
+    socket_mode: int = 0o600
+    http_host: str = "127.0.0.1"
+    http_port: int = 8000
+    allowed_hosts: tuple[str, ...] = ()
+    max_sessions: int = 1000
     environ: Mapping[str, str] | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
         ready = environ.get("MCP_READY_FILE") or "/tmp/mcp.ready"
+        endpoint = (environ.get("MCP_ENDPOINT") or "stdio").strip().lower()
+        if endpoint not in ENDPOINTS:
+            raise SetupError(f"Unsupported MCP transport {endpoint!r} (expected one of: {', '.join(ENDPOINTS)})")
+        host = (environ.get("MCP_HTTP_HOST") or "127.0.0.1").strip()
+        port_text = (environ.get("MCP_HTTP_PORT") or "8000").strip()
+        _, port = parse_host_port(f"{host}:{port_text}", name="MCP_HTTP_HOST:MCP_HTTP_PORT")
         return cls(
             max_frame_bytes=_positive_int(environ, "MCP_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME_BYTES),
             ready_file=Path(ready),
             max_batch=_positive_int(environ, "MCP_MAX_BATCH", 100),
+            endpoint=endpoint,
+            socket_path=Path(environ.get("MCP_SOCKET_PATH") or "/tmp/mcp.sock"),
+            socket_mode=_socket_mode(environ),
+            http_host=host,
+            http_port=port,
+            allowed_hosts=tuple(h.strip() for h in (environ.get("MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()),
+            max_sessions=_positive_int(environ, "MCP_MAX_SESSIONS", 1000),
             environ=dict(environ),
         )

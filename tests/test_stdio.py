@@ -6,15 +6,14 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .conftest import initialize_frame, server_command, server_env
+from .held_backend import held_backend
 
 WAIT = 20.0  # seconds: every wait in this file is bounded by this
 
@@ -105,34 +104,11 @@ def test_an_unknown_transport_exits_2(tmp_path: Path) -> None:
     assert "mcp:error reason=setup_failed detail=Unsupported MCP transport" in stderr.decode()
 
 
-class _SlowBackend(BaseHTTPRequestHandler):
-    arrived = threading.Event()
-    release = threading.Event()
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        type(self).arrived.set()
-        type(self).release.wait(WAIT)
-        body = b'{"id":"asset-1"}'
-        self.send_response(201)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_finishes_the_request_in_flight_then_exits_0(tmp_path: Path, signum: int) -> None:
     """Issue 2 §6: on SIGINT/SIGTERM finish the request in flight, then exit 0."""
-    _SlowBackend.arrived.clear()
-    _SlowBackend.release.clear()
-    backend = ThreadingHTTPServer(("127.0.0.1", 0), _SlowBackend)
-    threading.Thread(target=backend.serve_forever, daemon=True).start()
-    try:
-        process = start(tmp_path, SYN_BACKEND_URL=f"http://127.0.0.1:{backend.server_port}")
+    with held_backend() as backend:
+        process = start(tmp_path, SYN_BACKEND_URL=backend.url)
         send(
             process,
             {
@@ -142,19 +118,15 @@ def test_a_signal_finishes_the_request_in_flight_then_exits_0(tmp_path: Path, si
                 "params": {"asset": {"id": "a"}, "validate_first": False},
             },
         )
-        assert _SlowBackend.arrived.wait(WAIT), "the request never reached the backend"
+        assert backend.arrived.wait(WAIT), "the request never reached the backend"
         process.send_signal(signum)
         time.sleep(0.2)  # let the signal land while the request is still held by the backend
-        _SlowBackend.release.set()
+        backend.release.set()
         reply = read_reply(process)
         process.communicate(timeout=WAIT)
         assert reply["id"] == 1 and reply["result"]["ok"] is True
         assert process.returncode == 0
         assert not (tmp_path / "mcp.ready").exists()
-    finally:
-        _SlowBackend.release.set()
-        backend.shutdown()
-        backend.server_close()
 
 
 def test_a_100_mb_line_is_drained_with_flat_memory_and_the_stream_goes_on(tmp_path: Path) -> None:

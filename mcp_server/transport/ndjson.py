@@ -1,12 +1,58 @@
-"""NDJSON framing shared by the STDIO and Unix socket transports. Pure; no I/O.
+"""NDJSON framing and the frame loop shared by the STDIO and Unix socket transports.
 
 A line longer than the frame limit is drained, not held: its bytes are counted and dropped,
 and it comes out as an empty frame carrying its size, for the size guard to refuse.
+The loop does no I/O of its own: the transport hands it a chunk source and a writer.
 """
 
 from __future__ import annotations
 
-__all__ = ["LineSplitter"]
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from ..types import Frame, Handler, Session
+
+__all__ = ["LineSplitter", "serve_ndjson"]
+
+
+async def serve_ndjson(
+    next_chunk: Callable[[], Awaitable[bytes]],
+    send: Callable[[bytes, bool], Awaitable[None]],
+    handler: Handler,
+    *,
+    transport: str,
+    max_frame_bytes: int,
+    stop: asyncio.Event,
+) -> None:
+    """Frames of one connection through ``handler``, in order, replies in request order.
+
+    ``next_chunk`` returns ``b""`` at end of input; ``send(data, flush)`` writes a reply line
+    (``flush`` at the end of a burst: replies to a burst go out together). When ``stop`` is set
+    the frame in flight is finished and the rest is not started.
+    """
+    splitter = LineSplitter(max_frame_bytes)
+    session = Session()
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        while not stop.is_set():
+            reading = asyncio.ensure_future(next_chunk())
+            await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not reading.done():
+                reading.cancel()
+                break
+            chunk = reading.result()
+            lines = splitter.feed(chunk) if chunk else splitter.close()
+            last = len(lines) - 1
+            for index, (raw, size) in enumerate(lines):
+                reply = await handler(Frame(raw=raw, size=size, transport=transport, session=session))
+                if reply is not None:
+                    await send(reply.to_bytes() + b"\n", index == last or stop.is_set())
+                if stop.is_set():
+                    break
+            if not chunk:
+                break
+    finally:
+        stopping.cancel()
 
 
 class LineSplitter:

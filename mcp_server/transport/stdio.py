@@ -14,8 +14,8 @@ import stat
 import threading
 from collections.abc import Callable
 
-from ..types import Frame, Handler, Session
-from .ndjson import LineSplitter
+from ..types import Handler
+from .ndjson import serve_ndjson
 
 __all__ = ["serve_stdio", "start_reader"]
 
@@ -90,36 +90,19 @@ async def serve_stdio(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     queue = start_reader(stdin_fd)
-    splitter = LineSplitter(max_frame_bytes)
-    session = Session()
     out = os.fdopen(os.dup(stdout_fd), "wb", buffering=_CHUNK)
-    stopping = asyncio.ensure_future(stop.wait())
+
+    async def send(data: bytes, flush: bool) -> None:
+        out.write(data)
+        if flush:
+            out.flush()
+
     on_ready()
     try:
-        while not stop.is_set():
-            reading = asyncio.ensure_future(queue.get())
-            await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not reading.done():
-                reading.cancel()
-                break
-            chunk = reading.result()
-            lines = splitter.feed(chunk) if chunk else splitter.close()
-            last = len(lines) - 1
-            for index, (raw, size) in enumerate(lines):
-                reply = await handler(Frame(raw=raw, size=size, transport="stdio", session=session))
-                if reply is not None:
-                    out.write(reply.to_bytes() + b"\n")
-                    # Replies to a burst of frames go out together; a lone request is answered now.
-                    if index == last or stop.is_set():
-                        out.flush()
-                if stop.is_set():
-                    break  # the frame in flight is finished; the rest is not started
-            if not chunk:
-                break
+        await serve_ndjson(queue.get, send, handler, transport="stdio", max_frame_bytes=max_frame_bytes, stop=stop)
     except BrokenPipeError:
         pass  # the client closed stdout: nobody is left to answer
     finally:
-        stopping.cancel()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
         with contextlib.suppress(BrokenPipeError):

@@ -1,0 +1,273 @@
+"""MCP Streamable HTTP at ``/mcp`` (and ``GET /health``), a plain ASGI app served by uvicorn.
+
+The transport moves bytes: the body of a POST is one frame for the chain, and the chain's reply
+is the response. What the transport decides itself is about HTTP: Host/Origin (DNS rebinding),
+Accept, Content-Type, the body cap (read in chunks, refused past the limit without being held),
+and sessions: ``Mcp-Session-Id`` is issued when an ``initialize`` on a stateful version succeeds
+and required afterwards (404 for an unknown one, DELETE ends it). Under 2026-07-28 there are no
+sessions; the chain checks the routing headers against the body. Every refusal's status comes
+from the error catalogue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import signal
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import jsonio
+from ..error_boundary import error_reply
+from ..errors import CanonicalError, Rejection
+from ..registry import SchemaRegistry
+from ..types import Frame, Handler, Reply, Session
+
+__all__ = ["HttpOptions", "McpHttpApp", "bind_tcp", "serve_http"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpOptions:
+    max_frame_bytes: int
+    allowed_hosts: tuple[str, ...] = ()
+    max_sessions: int = 1000
+    session_idle_seconds: float = 3600.0
+
+
+def _host_name(value: str) -> str:
+    """``host[:port]`` → host, lower-cased (``[::1]:8000`` → ``[::1]``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _origin_host(origin: str) -> str | None:
+    scheme, _, rest = origin.partition("://")
+    if not rest or scheme not in ("http", "https"):
+        return None
+    return _host_name(rest.split("/", 1)[0])
+
+
+def _media_types(value: str) -> list[str]:
+    return [part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()]
+
+
+class McpHttpApp:
+    """The ASGI application. Sessions live in memory, one ``Session`` per ``Mcp-Session-Id``."""
+
+    def __init__(self, handler: Handler, registry: SchemaRegistry, options: HttpOptions) -> None:
+        self.handler = handler
+        self.registry = registry
+        self.options = options
+        self.allowed = frozenset(_LOOPBACK_HOSTS) | {_host_name(h) for h in options.allowed_hosts}
+        self.sessions: dict[str, Session] = {}
+        self._last_seen: dict[str, float] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # lifespan and websockets: nothing to do
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        path = scope["path"].rstrip("/") or "/"
+        if not self._host_allowed(headers):
+            await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
+        elif path == "/mcp":
+            await self._mcp(scope, receive, send, headers)
+        elif path == "/health" and scope["method"] == "GET":
+            await self._health(send)
+        else:
+            await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
+
+    # -- HTTP-level checks ---------------------------------------------------------------
+
+    def _host_allowed(self, headers: Mapping[str, str]) -> bool:
+        host = headers.get("host")
+        if host is not None and _host_name(host) not in self.allowed:
+            return False
+        origin = headers.get("origin")
+        return origin is None or _origin_host(origin) in self.allowed
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+        method = scope["method"]
+        if method == "POST":
+            await self._post(receive, send, headers)
+        elif method == "DELETE":
+            await self._delete(send, headers)
+        else:  # GET: this server never sends unsolicited messages, so it offers no stream
+            await self._refuse(
+                send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, extra_headers=[(b"allow", b"POST, DELETE")]
+            )
+
+    async def _post(self, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+        accepted = _media_types(headers.get("accept", ""))
+        wants_json = any(t in ("application/json", "application/*", "*/*") for t in accepted)
+        wants_sse = "text/event-stream" in accepted
+        if not (wants_json or wants_sse):
+            return await self._refuse(send, CanonicalError.NOT_ACCEPTABLE)
+        if _media_types(headers.get("content-type", ""))[:1] != ["application/json"]:
+            return await self._refuse(send, CanonicalError.UNSUPPORTED_MEDIA_TYPE)
+        session_id = headers.get("mcp-session-id")
+        if session_id is not None:
+            session = self.sessions.get(session_id)
+            if session is None:
+                return await self._refuse(send, CanonicalError.UNKNOWN_SESSION)
+            self._last_seen[session_id] = time.monotonic()
+            announced = headers.get("mcp-protocol-version")
+            if announced is not None and announced != session.protocol_version:
+                return await self._refuse(
+                    send,
+                    CanonicalError.HEADER_MISMATCH,
+                    [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not the session's version"}],
+                )
+        else:
+            session = Session()
+        raw, size = await self._read_body(receive, headers)
+        frame = Frame(raw=raw, size=size, transport="http", session=session, headers=headers)
+        reply = await self.handler(frame)
+        extra: list[tuple[bytes, bytes]] = []
+        if session_id is None and session.protocol_version is not None:
+            if session.protocol_version in self.registry.stateless_versions:
+                pass  # stateless: nothing to remember between requests
+            elif not self._admit(session):
+                return await self._refuse(send, CanonicalError.TOO_MANY_SESSIONS)
+            else:
+                extra.append((b"mcp-session-id", session.id.encode()))
+        if reply is None:  # a notification or a response: accepted, nothing to say
+            return await _respond(send, 202, b"", None, extra)
+        status = reply.error.http_status if reply.error is not None else 200
+        body = reply.to_bytes()
+        if wants_json:
+            await _respond(send, status, body, b"application/json", extra)
+        else:
+            await _respond(send, status, b"event: message\ndata: " + body + b"\n\n", b"text/event-stream", extra)
+
+    async def _read_body(self, receive: Receive, headers: Mapping[str, str]) -> tuple[bytes, int]:
+        """The body, or ``(b"", size)`` past the cap: a larger body is never held whole."""
+        limit = self.options.max_frame_bytes
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return b"", int(declared)
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return b"", size  # stop reading; the server closes the connection after the reply
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks), size
+
+    def _admit(self, session: Session) -> bool:
+        """Register a new stateful session (idle ones expire first); ``False`` past the cap."""
+        now = time.monotonic()
+        idle = self.options.session_idle_seconds
+        for stale in [sid for sid, seen in self._last_seen.items() if now - seen > idle]:
+            self.sessions.pop(stale, None)
+            self._last_seen.pop(stale, None)
+        if len(self.sessions) >= self.options.max_sessions:
+            return False
+        session.id = secrets.token_hex(16)
+        self.sessions[session.id] = session
+        self._last_seen[session.id] = now
+        return True
+
+    async def _delete(self, send: Send, headers: Mapping[str, str]) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            return await self._refuse(send, CanonicalError.SESSION_REQUIRED)
+        if self.sessions.pop(session_id, None) is None:
+            return await self._refuse(send, CanonicalError.UNKNOWN_SESSION)
+        self._last_seen.pop(session_id, None)
+        await _respond(send, 204, b"", None)
+
+    async def _health(self, send: Send) -> None:
+        document = {
+            "status": "ok",
+            "versions": list(self.registry.versions),
+            "sessions": len(self.sessions),
+        }
+        await _respond(send, 200, jsonio.dumps(document), b"application/json")
+
+    async def _refuse(
+        self,
+        send: Send,
+        error: CanonicalError,
+        errors: list[dict[str, str]] | None = None,
+        extra_headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        reply: Reply = error_reply(Rejection(error, errors or ()))
+        await _respond(send, error.http_status, reply.to_bytes(), b"application/json", extra_headers)
+
+
+async def _respond(
+    send: Send, status: int, body: bytes, content_type: bytes | None, extra: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    headers = [(b"content-length", str(len(body)).encode())]
+    if content_type is not None:
+        headers.append((b"content-type", content_type))
+        if content_type == b"text/event-stream":
+            headers.append((b"cache-control", b"no-cache"))
+    headers.extend(extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def bind_tcp(host: str, port: int) -> socket.socket:
+    """A listening TCP socket (port 0: an ephemeral one), bound before the server starts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((host.strip("[]"), port))
+    listener.listen(1024)
+    listener.setblocking(False)
+    return listener
+
+
+async def serve_http(app: McpHttpApp, listener: socket.socket, *, on_ready: Callable[[], None]) -> None:
+    """Serve ``app`` with uvicorn until SIGINT/SIGTERM; in-flight requests finish first."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        http="httptools",
+        loop="asyncio",
+        timeout_graceful_shutdown=30,
+    )
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # the signals are this loop's (below), not re-raised after shutdown
+
+    server = Server(config)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, lambda: setattr(server, "should_exit", True))
+    serving = asyncio.ensure_future(server.serve(sockets=[listener]))
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.01)
+    if server.started:
+        on_ready()
+    try:
+        await serving
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)

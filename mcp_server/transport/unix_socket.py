@@ -1,0 +1,128 @@
+"""The Unix domain socket transport: NDJSON exactly as on STDIO, one session per connection.
+
+Each connection is its own task, so a slow request holds up only its own connection, and its
+replies keep its request order. Reading is bounded (the NDJSON splitter drains oversized lines)
+and writing waits for the peer past a high-water mark, so a client that floods without reading
+stalls only itself. SIGINT/SIGTERM: stop accepting, let every connection finish the frame in
+flight, then return; the caller removes the socket file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from ..settings import SetupError
+from ..types import Handler
+from .ndjson import serve_ndjson
+
+__all__ = ["bind_unix_socket", "serve_unix_socket"]
+
+_CHUNK = 65_536
+_WRITE_HIGH_WATER = 1_048_576
+_SHUTDOWN_GRACE_SECONDS = 30.0
+
+
+def _in_use(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def bind_unix_socket(path: Path, mode: int) -> socket.socket:
+    """A listening socket at ``path`` with permissions ``mode``, or ``SetupError``.
+
+    The parent directory is created; a stale socket file is replaced; a live one (another server
+    answers on it) and anything that is not a socket are refused, never removed. The socket is
+    created under a umask that keeps it private until its mode is set, so it is never wider
+    than ``mode`` even for a moment.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SetupError(f"cannot create the socket directory {path.parent}: {exc.strerror}") from None
+    try:
+        existing = path.lstat()
+    except FileNotFoundError:
+        existing = None
+    if existing is not None:
+        if not stat.S_ISSOCK(existing.st_mode):
+            raise SetupError(f"{path} exists and is not a socket; refusing to replace it")
+        if _in_use(path):
+            raise SetupError(f"{path} is in use by another server")
+        path.unlink()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)
+    try:
+        listener.bind(str(path))
+    except OSError as exc:
+        listener.close()
+        raise SetupError(f"cannot bind {path}: {exc.strerror}") from None
+    finally:
+        os.umask(previous)
+    os.chmod(path, mode)
+    listener.listen(128)
+    listener.setblocking(False)
+    return listener
+
+
+async def serve_unix_socket(
+    handler: Handler,
+    listener: socket.socket,
+    *,
+    max_frame_bytes: int,
+    on_ready: Callable[[], None] = lambda: None,
+) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    connections: set[asyncio.Task[None]] = set()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.add(task := asyncio.current_task())  # type: ignore[arg-type]
+
+        async def next_chunk() -> bytes:
+            try:
+                return await reader.read(_CHUNK)
+            except (ConnectionError, OSError):
+                return b""
+
+        async def send(data: bytes, flush: bool) -> None:
+            writer.write(data)
+            if flush or writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
+                await writer.drain()
+
+        try:
+            await serve_ndjson(
+                next_chunk, send, handler, transport="socket", max_frame_bytes=max_frame_bytes, stop=stop
+            )
+        except (ConnectionError, OSError):
+            pass  # the client went away mid-reply: nothing is left to answer
+        finally:
+            connections.discard(task)  # type: ignore[arg-type]
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    server = await asyncio.start_unix_server(connection, sock=listener, limit=_CHUNK)
+    on_ready()
+    try:
+        await stop.wait()
+    finally:
+        server.close()  # stop accepting; the connections finish the frame in flight
+        if connections:
+            await asyncio.wait(set(connections), timeout=_SHUTDOWN_GRACE_SECONDS)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)

@@ -1,0 +1,101 @@
+"""`mcp-server serve` as a real process on each transport, for the tests that talk to it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp_server.replay import Replayed, replay_ndjson
+
+from .conftest import server_command, server_env
+
+WAIT = 20.0
+
+
+@dataclass
+class Running:
+    process: subprocess.Popen[bytes]
+    ready_file: Path
+    stderr_file: Path
+    address: str  # the socket path or the URL
+
+    def stderr(self) -> str:
+        return self.stderr_file.read_text(errors="replace")
+
+    def stop(self, signum: int = signal.SIGTERM) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signum)
+        return self.process.wait(WAIT)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], ready_file: Path, stderr_file: Path) -> str:
+    deadline = time.monotonic() + WAIT
+    while not ready_file.exists() or not ready_file.read_text().endswith("\n"):
+        if process.poll() is not None:
+            raise AssertionError(f"server exited {process.returncode}: {stderr_file.read_text()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError("server never became ready")
+        time.sleep(0.02)
+    return ready_file.read_text().split()[-1]
+
+
+@contextmanager
+def serving(tmp_path: Path, args: Sequence[str], **env: str) -> Iterator[Running]:
+    """``mcp-server serve ARGS`` until the block ends (then SIGTERM; the exit status is the caller's)."""
+    ready_file = tmp_path / f"ready-{len(list(tmp_path.iterdir()))}"
+    stderr_file = ready_file.with_suffix(".stderr")
+    with stderr_file.open("wb") as stderr:
+        process = subprocess.Popen(
+            [*server_command(), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=server_env(tmp_path, MCP_READY_FILE=str(ready_file), **env),
+        )
+    try:
+        address = _wait_ready(process, ready_file, stderr_file)
+        if "--socket" in args:
+            address = str(args[list(args).index("--socket") + 1])
+        yield Running(process, ready_file, stderr_file, address)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(WAIT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(WAIT)
+
+
+def replay_stdio(tmp_path: Path, frames: Sequence[bytes], **env: str) -> list[Replayed]:
+    """The frames through a fresh ``mcp-server serve`` over STDIO."""
+
+    async def run() -> list[Replayed]:
+        process = await asyncio.create_subprocess_exec(
+            *server_command(),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=server_env(tmp_path, **env),
+            limit=1 << 24,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            return await replay_ndjson(frames, process.stdout, process.stdin)
+        finally:
+            process.stdin.close()
+            await asyncio.wait_for(process.wait(), WAIT)
+
+    return asyncio.run(run())
+
+
+def free_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "SYN_"))}
