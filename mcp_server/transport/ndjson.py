@@ -32,15 +32,28 @@ async def serve_ndjson(
     """
     splitter = LineSplitter(max_frame_bytes)
     session = Session()
+    task = asyncio.current_task()
+    assert task is not None
+    reading = False  # waiting for input: a stop may interrupt it (never a frame being handled)
+
+    def interrupt(_: object) -> None:
+        if reading:
+            task.cancel()
+
     stopping = asyncio.ensure_future(stop.wait())
+    stopping.add_done_callback(interrupt)
     try:
         while not stop.is_set():
-            reading = asyncio.ensure_future(next_chunk())
-            await asyncio.wait({reading, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not reading.done():
-                reading.cancel()
+            reading = True
+            try:
+                chunk = await next_chunk()
+            except asyncio.CancelledError:
+                if not stop.is_set():
+                    raise
+                task.uncancel()
                 break
-            chunk = reading.result()
+            finally:
+                reading = False
             lines = splitter.feed(chunk) if chunk else splitter.close()
             last = len(lines) - 1
             for index, (raw, size) in enumerate(lines):
@@ -52,6 +65,7 @@ async def serve_ndjson(
             if not chunk:
                 break
     finally:
+        stopping.remove_done_callback(interrupt)
         stopping.cancel()
 
 
