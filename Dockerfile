@@ -1,4 +1,6 @@
-# mcp-server: multi-stage build, runs as a non-root user. Default: `serve` over STDIO.
+# mcp-server: multi-stage build, runs as a non-root user. Default: `serve` over STDIO;
+# MCP_ENDPOINT=socket or http selects the others. Over HTTP only loopback Host/Origin values are
+# accepted unless MCP_ALLOWED_HOSTS names the host clients use to reach the container.
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
@@ -13,6 +15,7 @@ COPY --from=build /src/schemas /opt/venv/lib/python3.11/site-packages/schemas
 ENV PATH=/opt/venv/bin:$PATH \
     MCP_READY_FILE=/tmp/mcp.ready \
     MCP_ENDPOINT=stdio \
+    MCP_SOCKET_PATH=/tmp/mcp.sock \
     MCP_HTTP_HOST=0.0.0.0 \
     MCP_HTTP_PORT=8000
 USER mcp
