@@ -329,3 +329,73 @@ def test_a_2026_request_through_the_gateway_is_checked_against_2026(tmp_path: Pa
     peer.finish()
     assert report_of(tmp_path)["violations"] == {"invalid_params": 1}
     assert os.path.isdir(tmp_path / "runs")
+
+
+@pytest.fixture(params=["sse", "json"])
+def http_upstream(request: pytest.FixtureRequest) -> Any:
+    """The SDK upstream served over Streamable HTTP on 127.0.0.1 (SSE or JSON replies)."""
+    import socket
+
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    extra = ["json"] if request.param == "json" else []
+    process = subprocess.Popen([*SDK_UPSTREAM, "http", str(port), *extra], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            httpx.get(url, timeout=1)
+            break
+        except httpx.TransportError:
+            assert process.poll() is None and time.monotonic() < deadline, "the HTTP upstream did not start"
+            time.sleep(0.05)
+    yield url
+    process.terminate()
+    process.wait(WAIT)
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")])
+def test_an_http_upstream_behind_the_gateway_gives_the_client_the_same_results(
+    tmp_path: Path, http_upstream: str, mode: str, expected: str
+) -> None:
+    """Issue 5: `--upstream http://...` (SSE and JSON replies) is as invisible as a STDIO upstream."""
+
+    async def session(target: Any) -> list[Any]:
+        async with Client(target, mode=mode, read_timeout_seconds=WAIT) as client:
+            assert client.protocol_version == expected
+            listed = await client.list_tools()
+            added = await client.call_tool("add", {"a": 20, "b": 22})
+            failed = await client.call_tool("fail", {"reason": "no"})
+            return [sorted(t.name for t in listed.tools), added.structured_content, failed.is_error]
+
+    direct = asyncio.run(asyncio.wait_for(session(http_upstream), WAIT))
+    command = [sys.executable, "-m", "mcp_server", "gateway", "--upstream", http_upstream]
+    parameters = StdioServerParameters(
+        command=command[0], args=command[1:], env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
+    )
+    through = asyncio.run(asyncio.wait_for(session(parameters), WAIT))
+    assert through == direct == [["add", "echo", "fail"], {"total": 42}, True]
+    assert report_of(tmp_path)["violations"] == {}
+
+
+def test_invalid_arguments_never_reach_an_http_upstream(tmp_path: Path, http_upstream: str) -> None:
+    peer = Peer.__new__(Peer)
+    peer.process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "gateway", "--upstream", http_upstream],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+    )
+    handshake(peer, "2025-11-25")
+    assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+    reply = peer.call(
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": "x"}}}
+    )
+    assert reply["result"]["isError"] is True
+    status, _ = peer.finish()
+    assert status == 0
+    assert report_of(tmp_path)["violations"] == {"invalid_tool_input": 1}

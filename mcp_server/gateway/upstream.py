@@ -160,19 +160,21 @@ class HttpUpstream:
                 if session_id:
                     self._session_id = session_id
                 kind = response.headers.get("content-type", "")
+                if response.status_code == 202:
+                    return  # a notification or response was accepted: nothing comes back
                 if kind.startswith("text/event-stream"):
                     data: list[str] = []
                     async for line in response.aiter_lines():
                         if line.startswith("data:"):
-                            data.append(line[5:].lstrip(" "))
-                        elif line == "" and data:
-                            await self._queue.put("\n".join(data).encode())
+                            data.append(line[5:].removeprefix(" "))
+                        elif line == "":
+                            await self._event(data)
                             data = []
-                    if data:
-                        await self._queue.put("\n".join(data).encode())
+                    await self._event(data)
                 elif kind.startswith("application/json"):
                     body = await response.aread()
-                    await self._queue.put(body)
+                    if body.strip():
+                        await self._queue.put(body)
                 elif response.status_code >= 400:
                     body = await response.aread()
                     sys.stderr.write(f"upstream: HTTP {response.status_code}: {body[:200]!r}\n")
@@ -181,6 +183,12 @@ class HttpUpstream:
             await self._queue.put(None)
         finally:
             self._slots.release()
+
+    async def _event(self, data: list[str]) -> None:
+        """One SSE event's data as a frame; events without data (priming, retry hints) carry none."""
+        text = "\n".join(data)
+        if text.strip():
+            await self._queue.put(text.encode())
 
     def note_version(self, version: str | None) -> None:
         self._version = version

@@ -1,4 +1,4 @@
-"""A well-behaved MCP server written with the official `mcp` SDK (MCPServer), served over STDIO.
+"""A well-behaved MCP server written with the official `mcp` SDK (MCPServer), over STDIO or HTTP.
 
 The gateway tests put it behind `mcp-server gateway`; it must be indistinguishable through it.
 """
@@ -34,4 +34,12 @@ def fail(reason: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    if sys.argv[1:2] == ["http"]:  # `http PORT [json]`: Streamable HTTP at /mcp (SSE replies unless json)
+        import uvicorn
+
+        app = server.streamable_http_app(json_response=sys.argv[3:4] == ["json"])
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+    else:
+        server.run("stdio")
