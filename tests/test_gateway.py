@@ -59,6 +59,19 @@ class Peer:
         return self.process.returncode, stderr.decode()
 
 
+def children_of(pid: int) -> list[str]:
+    """The live child processes of ``pid``, read from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == str(pid) and fields[0] != "Z":
+            found.append(stat.parent.name)
+    return found
+
+
 def report_of(tmp_path: Path) -> dict[str, Any]:
     [path] = sorted((tmp_path / "runs" / "mcp_server" / "gateway").glob("*-report.json"))
     return json.loads(path.read_text())
@@ -399,3 +412,66 @@ def test_invalid_arguments_never_reach_an_http_upstream(tmp_path: Path, http_ups
     status, _ = peer.finish()
     assert status == 0
     assert report_of(tmp_path)["violations"] == {"invalid_tool_input": 1}
+
+
+def test_a_unix_socket_front_gives_each_connection_its_own_upstream(tmp_path: Path) -> None:
+    """Issue 5: `--listen unix:PATH`; a STDIO server serves one client, so each connection gets one."""
+    import socket as sockets
+
+    path = tmp_path / "gw" / "gateway.sock"
+    process = subprocess.Popen(
+        [*gateway_command(f"--listen=unix:{path}")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+    )
+    deadline = time.monotonic() + WAIT
+    while not path.exists():
+        assert process.poll() is None and time.monotonic() < deadline, "the gateway never listened"
+        time.sleep(0.02)
+
+    def connect() -> tuple[sockets.socket, Any]:
+        client = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        client.settimeout(WAIT)
+        client.connect(str(path))
+        return client, client.makefile("rb")
+
+    def call(conn: tuple[sockets.socket, Any], frame: dict[str, Any]) -> dict[str, Any]:
+        conn[0].sendall(json.dumps(frame).encode() + b"\n")
+        return json.loads(conn[1].readline())
+
+    first, second = connect(), connect()
+    for conn in (first, second):  # each connection runs its own handshake with its own upstream
+        assert call(conn, initialize_frame("2025-11-25", 1))["result"]["protocolVersion"] == "2025-11-25"
+        conn[0].sendall(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        assert call(conn, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+    added = call(
+        first,
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
+    )
+    assert added["result"]["structuredContent"] == {"total": 3}
+    refused = call(
+        second, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": "x"}}}
+    )
+    assert refused["result"]["isError"] is True
+    children = children_of(process.pid)
+    assert len(children) == 2
+    first[0].close()
+    second[0].close()
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=WAIT)
+    assert process.returncode == 0, stderr
+    assert f"mcp:ready mode=gateway listen=unix:{path}" in stderr.decode()
+    assert not path.exists()
+    for child in children:
+        assert not os.path.exists(f"/proc/{child}"), "an upstream was left behind"
+    assert report_of(tmp_path)["violations"] == {"invalid_tool_input": 1}
+
+
+def test_a_bad_listen_value_exits_2(tmp_path: Path) -> None:
+    process = subprocess.run(
+        gateway_command("--listen", "tcp:9"), capture_output=True, timeout=WAIT, env=server_env(tmp_path)
+    )
+    assert process.returncode == 2
+    assert "mcp:error reason=setup_failed detail=--listen must be stdio or unix:PATH" in process.stderr.decode()

@@ -1,4 +1,4 @@
-"""`mcp-server gateway`: a client on STDIO, the chain in both directions, an upstream behind it.
+"""`mcp-server gateway`: clients on STDIO or a Unix socket, the chain in both directions, an upstream behind.
 
 Client → upstream frames are checked as client messages, upstream → client frames as server
 messages, in one ``Session``. When the upstream ends first, every request still pending gets
@@ -9,16 +9,20 @@ upstream is stopped (SIGTERM, then SIGKILL) and reaped. The report is written ei
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..chain import build_chain
 from ..error_boundary import render_rejection
 from ..errors import CanonicalError, Rejection
 from ..registry import SchemaRegistry
+from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
 from ..transport.stdio import start_reader
 from ..types import Direction, Frame, Message, MessageKind, Reply, Session
@@ -28,7 +32,9 @@ from .report import ConformanceReport, render_table
 from .tools import UpstreamTools
 from .upstream import Upstream
 
-__all__ = ["run_gateway"]
+__all__ = ["run_gateway", "run_gateway_unix"]
+
+_CHUNK = 65_536
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -59,7 +65,121 @@ async def run_gateway(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> int:
+    """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
     report = ConformanceReport(upstream=upstream.name, mode=config.mode.value)
+    client = _ClientOut(stdout_fd)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, lambda: _publish(report, runs_dir))
+
+    async def write(data: bytes) -> None:
+        client.write(data)
+
+    try:
+        return await _session(
+            upstream,
+            start_reader(stdin_fd).get,
+            write,
+            transport="stdio",
+            registry=registry,
+            config=config,
+            report=report,
+            max_frame_bytes=max_frame_bytes,
+            stop=stop,
+        )
+    finally:
+        _publish(report, runs_dir)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
+            loop.remove_signal_handler(signum)
+
+
+async def run_gateway_unix(
+    new_upstream: Callable[[], Upstream],
+    listener: socket.socket,
+    *,
+    registry: SchemaRegistry,
+    config: GatewayConfig,
+    max_frame_bytes: int,
+    runs_dir: Path,
+    on_ready: Callable[[], None] = lambda: None,
+) -> int:
+    """Clients on a Unix socket: each connection is its own session with its own upstream (a
+    STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
+    first = new_upstream()
+    report = ConformanceReport(upstream=first.name, mode=config.mode.value)
+    spare: list[Upstream] = [first]
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    loop.add_signal_handler(signal.SIGUSR1, lambda: _publish(report, runs_dir))
+    sessions: set[asyncio.Task[None]] = set()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sessions.add(task := asyncio.current_task())  # type: ignore[arg-type]
+        upstream = spare.pop() if spare else new_upstream()
+
+        async def next_chunk() -> bytes:
+            try:
+                return await reader.read(_CHUNK)
+            except (ConnectionError, OSError):
+                return b""
+
+        async def write(data: bytes) -> None:
+            writer.write(data + b"\n")
+            await writer.drain()
+
+        try:
+            await _session(
+                upstream,
+                next_chunk,
+                write,
+                transport="socket",
+                registry=registry,
+                config=config,
+                report=report,
+                max_frame_bytes=max_frame_bytes,
+                stop=stop,
+            )
+        except (ConnectionError, OSError):
+            pass
+        except SetupError as exc:
+            log.error("upstream: %s", exc)
+        finally:
+            sessions.discard(task)  # type: ignore[arg-type]
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    server = await asyncio.start_unix_server(connection, sock=listener, limit=_CHUNK)
+    on_ready()
+    try:
+        await stop.wait()
+    finally:
+        server.close()
+        if sessions:
+            await asyncio.wait(set(sessions), timeout=30)
+        _publish(report, runs_dir)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
+            loop.remove_signal_handler(signum)
+    return 0
+
+
+async def _session(
+    upstream: Upstream,
+    next_chunk: Callable[[], Awaitable[bytes]],
+    write: Callable[[bytes], Awaitable[None]],
+    *,
+    transport: str,
+    registry: SchemaRegistry,
+    config: GatewayConfig,
+    report: ConformanceReport,
+    max_frame_bytes: int,
+    stop: asyncio.Event,
+) -> int:
+    """One client and one upstream, both directions through the chain, until either side ends."""
     tools = UpstreamTools(registry)
     chain = build_chain(
         relay(report),
@@ -70,12 +190,6 @@ async def run_gateway(
         after_check=[track_session(config, report, tools)],
     )
     session = Session()
-    client = _ClientOut(stdout_fd)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    loop.add_signal_handler(signal.SIGUSR1, lambda: _publish(report, runs_dir))
     await upstream.start()
 
     async def deliver(reply: Reply | None, *, towards_upstream: bool) -> None:
@@ -84,16 +198,15 @@ async def run_gateway(
         if towards_upstream:
             await upstream.send(reply.to_bytes(), reply.document)
         else:
-            client.write(reply.to_bytes())
+            await write(reply.to_bytes())
 
     async def from_client() -> None:
-        queue = start_reader(stdin_fd)
         splitter = LineSplitter(max_frame_bytes)
         while True:
-            chunk = await queue.get()
+            chunk = await next_chunk()
             for raw, size in splitter.feed(chunk) if chunk else splitter.close():
                 frame = Frame(
-                    raw=raw, size=size, transport="stdio", session=session, direction=Direction.CLIENT_TO_SERVER
+                    raw=raw, size=size, transport=transport, session=session, direction=Direction.CLIENT_TO_SERVER
                 )
                 reply = await chain(frame)
                 await deliver(reply, towards_upstream=reply is not None and reply.to_peer)
@@ -122,7 +235,7 @@ async def run_gateway(
                 continue
             stand_in = Frame(
                 raw=b"",
-                transport="stdio",
+                transport=transport,
                 session=session,
                 message=Message(kind=MessageKind.REQUEST, id=request_id, method=method),
             )
@@ -136,7 +249,8 @@ async def run_gateway(
             rendered = render_rejection(
                 Rejection(CanonicalError.UPSTREAM_UNAVAILABLE, frame=stand_in), stand_in, registry
             )
-            await deliver(rendered, towards_upstream=False)
+            with contextlib.suppress(ConnectionError, OSError):
+                await deliver(rendered, towards_upstream=False)
         session.pending.clear()
         status = 1
     for task in (client_task, upstream_task, stopping):
@@ -145,9 +259,6 @@ async def run_gateway(
     if status and exit_code:
         status = exit_code if 0 < exit_code < 126 else 1
     log.info("upstream exited with %s", exit_code)
-    _publish(report, runs_dir)
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
-        loop.remove_signal_handler(signum)
     return status
 
 
