@@ -43,10 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     gateway = commands.add_parser(
         "gateway",
         help="a validating proxy in front of an MCP server",
-        usage="mcp-server gateway [--listen stdio] [--mode enforce|observe] [--config FILE] "
+        usage="mcp-server gateway [--listen stdio|unix:PATH] [--mode enforce|observe] [--config FILE] "
         "(--upstream URL | -- COMMAND ...)",
     )
-    gateway.add_argument("--listen", default="stdio", help="where clients connect (stdio)")
+    gateway.add_argument("--listen", default="stdio", help="where clients connect: stdio or unix:PATH")
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
@@ -149,30 +149,59 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
     from .gateway.config import GatewayConfig
-    from .gateway.run import run_gateway
+    from .gateway.run import run_gateway, run_gateway_unix
     from .gateway.upstream import HttpUpstream, StdioUpstream, Upstream
 
-    if args.listen != "stdio":
-        raise SetupError(f"--listen {args.listen!r} is not supported in this build (stdio only)")
+    listen = args.listen
+    if listen != "stdio" and not (listen.startswith("unix:") and len(listen) > len("unix:")):
+        raise SetupError(f"--listen must be stdio or unix:PATH, got {listen!r}")
     settings = Settings.from_env(environ)
     registry = SchemaRegistry()
     config = GatewayConfig.load(args.config, registry, mode=args.mode)
     if args.upstream and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
-    upstream: Upstream
-    if args.upstream:
-        upstream = HttpUpstream(args.upstream, max_frame_bytes=settings.max_frame_bytes)
-    else:
-        upstream = StdioUpstream(command, max_frame_bytes=settings.max_frame_bytes, grace_seconds=config.grace_seconds)
+
+    def new_upstream() -> Upstream:
+        if args.upstream:
+            return HttpUpstream(args.upstream, max_frame_bytes=settings.max_frame_bytes)
+        return StdioUpstream(command, max_frame_bytes=settings.max_frame_bytes, grace_seconds=config.grace_seconds)
+
+    upstream = new_upstream()
     runs_dir = Path(environ.get("MCP_RUNS_DIR") or "runs")
-    _say(f"mcp:ready mode=gateway listen=stdio upstream={upstream.name} policy={config.mode.value}")
+    ready = f"upstream={upstream.name} policy={config.mode.value}"
+    if listen == "stdio":
+        _say(f"mcp:ready mode=gateway listen=stdio {ready}")
+        try:
+            return asyncio.run(
+                run_gateway(
+                    upstream,
+                    registry=registry,
+                    config=config,
+                    max_frame_bytes=settings.max_frame_bytes,
+                    runs_dir=runs_dir,
+                )
+            )
+        finally:
+            _say("mcp:shutdown mode=gateway")
+    from .transport.unix_socket import bind_unix_socket
+
+    path = Path(listen.removeprefix("unix:"))
+    listener = bind_unix_socket(path, settings.socket_mode)
     try:
         return asyncio.run(
-            run_gateway(
-                upstream, registry=registry, config=config, max_frame_bytes=settings.max_frame_bytes, runs_dir=runs_dir
+            run_gateway_unix(
+                new_upstream,
+                listener,
+                registry=registry,
+                config=config,
+                max_frame_bytes=settings.max_frame_bytes,
+                runs_dir=runs_dir,
+                on_ready=lambda: _say(f"mcp:ready mode=gateway listen=unix:{path} {ready}"),
             )
         )
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
         _say("mcp:shutdown mode=gateway")
 
 
