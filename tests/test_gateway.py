@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -475,3 +476,64 @@ def test_a_bad_listen_value_exits_2(tmp_path: Path) -> None:
     )
     assert process.returncode == 2
     assert "mcp:error reason=setup_failed detail=--listen must be stdio or unix:PATH" in process.stderr.decode()
+
+
+def test_an_upstream_that_stops_reading_makes_the_gateway_stop_reading_not_buffer(tmp_path: Path) -> None:
+    """Issue 5: backpressure. An upstream that never reads its stdin: the gateway holds a bounded
+    amount, then stops taking frames from the client (its writes block), with flat memory."""
+    import threading
+
+    stalled = [sys.executable, "-c", "import time; time.sleep(120)"]
+    process = subprocess.Popen(
+        gateway_command("--mode", "observe", upstream=stalled),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+    )
+    frame = (
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": "t", "progress": 1, "message": "x" * 4000},
+            }
+        ).encode()
+        + b"\n"
+    )
+    written = [0]
+
+    def flood() -> None:
+        assert process.stdin is not None
+        try:
+            for _ in range(50_000):  # 200 MB if nothing pushed back
+                process.stdin.write(frame)
+                written[0] += len(frame)
+        except (BrokenPipeError, ValueError):
+            pass
+
+    writer = threading.Thread(target=flood, daemon=True)
+    writer.start()
+    time.sleep(3)
+    first = written[0]
+    time.sleep(2)
+    assert written[0] == first, "the gateway kept reading although the upstream took nothing"
+    assert first < 16 * 1024 * 1024  # pipes and bounded buffers only
+    rss_kib = int(
+        next(
+            line.split()[1]
+            for line in Path(f"/proc/{process.pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS")
+        )
+    )
+    assert rss_kib < 120 * 1024
+    children = children_of(process.pid)
+    process.kill()
+    process.wait(WAIT)
+    writer.join(WAIT)
+    assert process.stdin is not None
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(child), signal.SIGKILL)
