@@ -24,7 +24,9 @@ from ..errors import CanonicalError, Rejection
 from ..registry import SchemaRegistry
 from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
+from ..transport.signals import stop_on_signals
 from ..transport.stdio import start_reader
+from ..transport.unix_socket import accept_until_stopped, chunks_of
 from ..types import Direction, Frame, Message, MessageKind, Reply, Session
 from .config import GatewayConfig
 from .relay import relay, track_session, verdict
@@ -33,8 +35,6 @@ from .tools import UpstreamTools
 from .upstream import Upstream
 
 __all__ = ["run_gateway", "run_gateway_unix"]
-
-_CHUNK = 65_536
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -68,31 +68,25 @@ async def run_gateway(
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
     report = ConformanceReport(upstream=upstream.name, mode=config.mode.value)
     client = _ClientOut(stdout_fd)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    loop.add_signal_handler(signal.SIGUSR1, lambda: _publish(report, runs_dir))
 
     async def write(data: bytes) -> None:
         client.write(data)
 
-    try:
-        return await _session(
-            upstream,
-            start_reader(stdin_fd).get,
-            write,
-            transport="stdio",
-            registry=registry,
-            config=config,
-            report=report,
-            max_frame_bytes=max_frame_bytes,
-            stop=stop,
-        )
-    finally:
-        _publish(report, runs_dir)
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
-            loop.remove_signal_handler(signum)
+    with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
+        try:
+            return await _session(
+                upstream,
+                start_reader(stdin_fd).get,
+                write,
+                transport="stdio",
+                registry=registry,
+                config=config,
+                report=report,
+                max_frame_bytes=max_frame_bytes,
+                stop=stop,
+            )
+        finally:
+            _publish(report, runs_dir)
 
 
 async def run_gateway_unix(
@@ -107,63 +101,33 @@ async def run_gateway_unix(
 ) -> int:
     """Clients on a Unix socket: each connection is its own session with its own upstream (a
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
-    first = new_upstream()
-    report = ConformanceReport(upstream=first.name, mode=config.mode.value)
-    spare: list[Upstream] = [first]
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    loop.add_signal_handler(signal.SIGUSR1, lambda: _publish(report, runs_dir))
-    sessions: set[asyncio.Task[None]] = set()
+    report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value)
+    with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
 
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sessions.add(task := asyncio.current_task())  # type: ignore[arg-type]
-        upstream = spare.pop() if spare else new_upstream()
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            async def write(data: bytes) -> None:
+                writer.write(data + b"\n")
+                await writer.drain()
 
-        async def next_chunk() -> bytes:
             try:
-                return await reader.read(_CHUNK)
-            except (ConnectionError, OSError):
-                return b""
-
-        async def write(data: bytes) -> None:
-            writer.write(data + b"\n")
-            await writer.drain()
+                await _session(
+                    new_upstream(),
+                    chunks_of(reader),
+                    write,
+                    transport="socket",
+                    registry=registry,
+                    config=config,
+                    report=report,
+                    max_frame_bytes=max_frame_bytes,
+                    stop=stop,
+                )
+            except SetupError as exc:
+                log.error("upstream: %s", exc)
 
         try:
-            await _session(
-                upstream,
-                next_chunk,
-                write,
-                transport="socket",
-                registry=registry,
-                config=config,
-                report=report,
-                max_frame_bytes=max_frame_bytes,
-                stop=stop,
-            )
-        except (ConnectionError, OSError):
-            pass
-        except SetupError as exc:
-            log.error("upstream: %s", exc)
+            await accept_until_stopped(listener, connection, stop=stop, on_ready=on_ready)
         finally:
-            sessions.discard(task)  # type: ignore[arg-type]
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.wait_closed()
-
-    server = await asyncio.start_unix_server(connection, sock=listener, limit=_CHUNK)
-    on_ready()
-    try:
-        await stop.wait()
-    finally:
-        server.close()
-        if sessions:
-            await asyncio.wait(set(sessions), timeout=30)
-        _publish(report, runs_dir)
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
-            loop.remove_signal_handler(signum)
+            _publish(report, runs_dir)
     return 0
 
 

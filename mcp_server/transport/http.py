@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
@@ -26,6 +25,7 @@ from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
 from ..registry import SchemaRegistry
 from ..types import Frame, Handler, Reply, Session
+from .signals import stop_on_signals
 
 __all__ = ["HttpOptions", "McpHttpApp", "bind_tcp", "serve_http"]
 
@@ -260,16 +260,14 @@ async def serve_http(app: McpHttpApp, listener: socket.socket, *, on_ready: Call
             yield  # the signals are this loop's (below), not re-raised after shutdown
 
     server = Server(config)
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, lambda: setattr(server, "should_exit", True))
-    serving = asyncio.ensure_future(server.serve(sockets=[listener]))
-    while not server.started and not serving.done():
-        await asyncio.sleep(0.01)
-    if server.started:
-        on_ready()
-    try:
+    with stop_on_signals() as stop:
+        serving = asyncio.ensure_future(server.serve(sockets=[listener]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.01)
+        if server.started:
+            on_ready()
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        server.should_exit = True  # uvicorn stops accepting and lets requests in flight finish
+        stopping.cancel()
         await serving
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import stat
 import threading
 from collections.abc import Callable
 
 from ..types import Handler
 from .ndjson import serve_ndjson
+from .signals import stop_on_signals
 
 __all__ = ["serve_stdio", "start_reader"]
 
@@ -85,10 +85,6 @@ async def serve_stdio(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
     queue = start_reader(stdin_fd)
     out = os.fdopen(os.dup(stdout_fd), "wb", buffering=_CHUNK)
 
@@ -97,13 +93,12 @@ async def serve_stdio(
         if flush:
             out.flush()
 
-    on_ready()
-    try:
-        await serve_ndjson(queue.get, send, handler, transport="stdio", max_frame_bytes=max_frame_bytes, stop=stop)
-    except BrokenPipeError:
-        pass  # the client closed stdout: nobody is left to answer
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-        with contextlib.suppress(BrokenPipeError):
-            out.close()
+    with stop_on_signals() as stop:
+        on_ready()
+        try:
+            await serve_ndjson(queue.get, send, handler, transport="stdio", max_frame_bytes=max_frame_bytes, stop=stop)
+        except BrokenPipeError:
+            pass  # the client closed stdout: nobody is left to answer
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                out.close()

@@ -12,17 +12,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import socket
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from ..settings import SetupError
 from ..types import Handler
 from .ndjson import serve_ndjson
+from .signals import stop_on_signals
 
-__all__ = ["bind_unix_socket", "serve_unix_socket"]
+__all__ = [
+    "accept_until_stopped",
+    "bind_unix_socket",
+    "chunks_of",
+    "serve_unix_socket",
+]
 
 _CHUNK = 65_536
 _WRITE_HIGH_WATER = 1_048_576
@@ -77,46 +83,32 @@ def bind_unix_socket(path: Path, mode: int) -> socket.socket:
     return listener
 
 
-async def serve_unix_socket(
-    handler: Handler,
+async def accept_until_stopped(
     listener: socket.socket,
+    connection: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
     *,
-    max_frame_bytes: int,
+    stop: asyncio.Event,
     on_ready: Callable[[], None] = lambda: None,
 ) -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    connections: set[asyncio.Task[None]] = set()
+    """Run ``connection`` for every client of ``listener``, each in its own task, until ``stop``;
+    then stop accepting and give the connections time to finish what they are doing."""
+    connections: set[asyncio.Task[Any]] = set()
 
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.add(task := asyncio.current_task())  # type: ignore[arg-type]
-
-        async def next_chunk() -> bytes:
-            try:
-                return await reader.read(_CHUNK)
-            except (ConnectionError, OSError):
-                return b""
-
-        async def send(data: bytes, flush: bool) -> None:
-            writer.write(data)
-            if flush or writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
-                await writer.drain()
-
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        connections.add(task)
         try:
-            await serve_ndjson(
-                next_chunk, send, handler, transport="socket", max_frame_bytes=max_frame_bytes, stop=stop
-            )
+            await connection(reader, writer)
         except (ConnectionError, OSError):
             pass  # the client went away mid-reply: nothing is left to answer
         finally:
-            connections.discard(task)  # type: ignore[arg-type]
+            connections.discard(task)
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
 
-    server = await asyncio.start_unix_server(connection, sock=listener, limit=_CHUNK)
+    server = await asyncio.start_unix_server(accepted, sock=listener, limit=_CHUNK)
     on_ready()
     try:
         await stop.wait()
@@ -124,5 +116,37 @@ async def serve_unix_socket(
         server.close()  # stop accepting; the connections finish the frame in flight
         if connections:
             await asyncio.wait(set(connections), timeout=_SHUTDOWN_GRACE_SECONDS)
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+
+
+def chunks_of(reader: asyncio.StreamReader) -> Callable[[], Awaitable[bytes]]:
+    """The next chunk a client sent, ``b""`` once it is gone."""
+
+    async def next_chunk() -> bytes:
+        try:
+            return await reader.read(_CHUNK)
+        except (ConnectionError, OSError):
+            return b""
+
+    return next_chunk
+
+
+async def serve_unix_socket(
+    handler: Handler,
+    listener: socket.socket,
+    *,
+    max_frame_bytes: int,
+    on_ready: Callable[[], None] = lambda: None,
+) -> None:
+    with stop_on_signals() as stop:
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            async def send(data: bytes, flush: bool) -> None:
+                writer.write(data)
+                if flush or writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
+                    await writer.drain()
+
+            await serve_ndjson(
+                chunks_of(reader), send, handler, transport="socket", max_frame_bytes=max_frame_bytes, stop=stop
+            )
+
+        await accept_until_stopped(listener, connection, stop=stop, on_ready=on_ready)

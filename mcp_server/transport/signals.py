@@ -1,0 +1,26 @@
+"""SIGINT/SIGTERM as an event on the running loop: how every long-running mode learns to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
+
+__all__ = ["stop_on_signals"]
+
+
+@contextlib.contextmanager
+def stop_on_signals(*extra: tuple[int, Callable[[], None]]) -> Iterator[asyncio.Event]:
+    """An event set by SIGINT or SIGTERM (and other handlers given as ``(signum, callback)``),
+    installed on the running loop for the block and removed after it."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    handlers = [(signal.SIGINT, stop.set), (signal.SIGTERM, stop.set), *extra]
+    for signum, callback in handlers:
+        loop.add_signal_handler(signum, callback)
+    try:
+        yield stop
+    finally:
+        for signum, _ in handlers:
+            loop.remove_signal_handler(signum)
