@@ -74,6 +74,21 @@ def measure(round_trip: Callable[[bytes], object], frames: list[bytes]) -> list[
     return samples
 
 
+def line_session(write: Callable[[bytes], object], readline: Callable[[], bytes], n: int) -> dict[str, list[float]]:
+    """Handshake, then n sequential pings and n tools/calls over an NDJSON stream."""
+
+    def round_trip(frame: bytes) -> bytes:
+        write(frame + b"\n")
+        return readline()
+
+    round_trip(initialize())
+    write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    return {
+        "ping": measure(round_trip, [ping(i) for i in range(n)]),
+        "call": measure(round_trip, [call(i) for i in range(n)]),
+    }
+
+
 def stdio_round_trips(tmp: Path, n: int) -> dict[str, list[float]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_server", "serve"],
@@ -84,18 +99,7 @@ def stdio_round_trips(tmp: Path, n: int) -> dict[str, list[float]]:
         bufsize=0,
     )
     assert process.stdin is not None and process.stdout is not None
-    stdin, stdout = process.stdin, process.stdout
-
-    def round_trip(frame: bytes) -> bytes:
-        stdin.write(frame + b"\n")
-        return stdout.readline()
-
-    round_trip(initialize())
-    stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    result = {
-        "ping": measure(round_trip, [ping(i) for i in range(n)]),
-        "call": measure(round_trip, [call(i) for i in range(n)]),
-    }
+    result = line_session(process.stdin.write, process.stdout.readline, n)
     process.communicate(b"", timeout=30)
     return result
 
@@ -104,6 +108,8 @@ ECHO = """
 import asyncio, sys
 async def connection(reader, writer):
     while line := await reader.readline():
+        if b'"id"' not in line:
+            continue  # a notification: no reply
         writer.write(b'{"jsonrpc":"2.0","id":1,"result":{}}\\n')
         await writer.drain()
 async def main():
@@ -121,16 +127,7 @@ def echo_round_trips(tmp: Path, n: int) -> dict[str, list[float]]:
     wait_ready(ready)
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.connect(path)
-    reader = client.makefile("rb")
-
-    def round_trip(frame: bytes) -> bytes:
-        client.sendall(frame + b"\n")
-        return reader.readline()
-
-    result = {
-        "ping": measure(round_trip, [ping(i) for i in range(n)]),
-        "call": measure(round_trip, [call(i) for i in range(n)]),
-    }
+    result = line_session(client.sendall, client.makefile("rb").readline, n)
     client.close()
     process.kill()
     process.wait(30)
@@ -147,18 +144,7 @@ def socket_round_trips(tmp: Path, n: int) -> dict[str, list[float]]:
     wait_ready(environment["MCP_READY_FILE"])
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.connect(path)
-    reader = client.makefile("rb")
-
-    def round_trip(frame: bytes) -> bytes:
-        client.sendall(frame + b"\n")
-        return reader.readline()
-
-    round_trip(initialize())
-    client.sendall(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    result = {
-        "ping": measure(round_trip, [ping(i) for i in range(n)]),
-        "call": measure(round_trip, [call(i) for i in range(n)]),
-    }
+    result = line_session(client.sendall, client.makefile("rb").readline, n)
     client.close()
     process.send_signal(signal.SIGTERM)
     process.wait(30)
