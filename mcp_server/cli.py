@@ -52,6 +52,9 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
     report = commands.add_parser("report", help="print a gateway conformance report again")
     report.add_argument("file")
+    from .check_command import add_check_arguments
+
+    add_check_arguments(commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture) offline"))
     return parser
 
 
@@ -225,6 +228,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             target = args.validate or args.file
             extra = ["--schema", args.schema] if getattr(args, "schema", None) else []
             return main_validate([target, *extra], environ)
+        if args.command == "check":
+            from .check_command import run_check
+
+            return run_check(args)
         if args.command == "gateway":
             return _gateway(args, command, environ)
         return _serve(args, environ)
