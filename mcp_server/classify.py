@@ -49,12 +49,12 @@ def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, 
     found: list[dict[str, str]] = []
     if document.get("jsonrpc") != "2.0":
         found.append({"path": "/jsonrpc", "msg": 'must be the string "2.0"', "rule": "invalid_jsonrpc_version"})
-    if kind in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
+    if kind is _REQUEST or kind is _NOTIFICATION:
         if not isinstance(document.get("method"), str):
             # No method, result or error at all: not a JSON-RPC message of any kind.
             rule = "invalid_method" if "method" in document else "unknown_message_kind"
             found.append({"path": "/method", "msg": "must be a string", "rule": rule})
-        if kind is MessageKind.REQUEST and not is_request_id(document.get("id")):
+        if kind is _REQUEST and not is_request_id(document.get("id")):
             found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
         if "params" in document and not isinstance(document["params"], dict):
             found.append({"path": "/params", "msg": "must be an object", "rule": "invalid_params"})
@@ -73,13 +73,13 @@ def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, 
                 {"path": "", "msg": "a response has exactly one of result and error", "rule": "result_and_error"}
             )
         rid = document.get("id")
-        if kind is MessageKind.RESPONSE and not is_request_id(rid):
+        if kind is _RESPONSE and not is_request_id(rid):
             found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
-        if kind is MessageKind.ERROR_RESPONSE and rid is not None and not is_request_id(rid):
+        if kind is _ERROR_RESPONSE and rid is not None and not is_request_id(rid):
             found.append({"path": "/id", "msg": "must be a string, an integer or null", "rule": "invalid_request_id"})
-        if kind is MessageKind.RESPONSE and not isinstance(document.get("result"), dict):
+        if kind is _RESPONSE and not isinstance(document.get("result"), dict):
             found.append({"path": "/result", "msg": "must be an object", "rule": "invalid_result"})
-        if kind is MessageKind.ERROR_RESPONSE:
+        if kind is _ERROR_RESPONSE:
             error = document.get("error")
             if not isinstance(error, dict):
                 found.append({"path": "/error", "msg": "must be an object", "rule": "invalid_error"})
