@@ -139,7 +139,7 @@ class ProtocolSchema:
         self.definitions: Mapping[str, Any] = document[self.defs_key]
         self.uri = f"urn:mcp:schema:{version}"
         self.stateless = "InitializeRequest" not in self.definitions
-        self._registry = jsonschema_rs.Registry([(self.uri, document)], retriever=_refuse_remote)
+        self._registry = jsonschema_rs.Registry([(self.uri, dict(document))], retriever=_refuse_remote)
         requests: dict[tuple[Direction, str], str] = {}
         notifications: dict[tuple[Direction, str], str] = {}
         sides = {
@@ -205,7 +205,7 @@ class ProtocolSchema:
 
     def _result_definition(self, ref: str) -> Mapping[str, Any]:
         name = ref.split("/")[2].removesuffix("Response")  # XResultResponse → XResult
-        definition = self.definitions.get(name, {})
+        definition: Mapping[str, Any] = self.definitions.get(name, {})
         while "$ref" in definition and "properties" not in definition:  # EmptyResult → Result
             definition = self.definitions.get(definition["$ref"].rsplit("/", 1)[-1], {})
         return definition

@@ -45,10 +45,12 @@ class Replayed:
 def _frame_of(entry: Any, line_number: int) -> bytes:
     if isinstance(entry, dict) and "send" in entry:
         return jsonio.dumps(entry["send"])
-    if isinstance(entry, dict) and isinstance(entry.get("raw"), str):
-        return entry["raw"].encode()
-    if isinstance(entry, dict) and isinstance(entry.get("oversized"), int) and entry["oversized"] >= 8:
-        return b'{"x":"' + b"x" * (entry["oversized"] - 8) + b'"}'
+    raw = entry.get("raw") if isinstance(entry, dict) else None
+    if isinstance(raw, str):
+        return raw.encode()
+    size = entry.get("oversized") if isinstance(entry, dict) else None
+    if isinstance(size, int) and size >= 8:
+        return b'{"x":"' + b"x" * (size - 8) + b'"}'
     raise ReplayError(f"line {line_number}: expected {{'send': ...}}, {{'raw': str}} or {{'oversized': int >= 8}}")
 
 

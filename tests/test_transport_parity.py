@@ -74,3 +74,18 @@ def test_http_statuses_of_the_golden_error_paths(tmp_path: Path) -> None:
     assert of(b'"id":17,') == 400  # invalid JSON
     assert of(b'"id":19,') == 400  # invalid params
     assert of(b"notifications/progress") == 202
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [("not json", ":1: not JSON"), ('{"oversized": 3}', "line 1: expected"), ('{"raw": 7}', "line 1: expected")],
+)
+def test_a_bad_script_line_is_named(tmp_path: Path, line: str, fragment: str) -> None:
+    from mcp_server.replay import ReplayError
+
+    script = tmp_path / "bad.script.jsonl"
+    script.write_text(line + "\n")
+    with pytest.raises(ReplayError, match=fragment):
+        load_script(script)
+    with pytest.raises(ReplayError, match="cannot read"):
+        load_script(tmp_path / "missing.jsonl")
