@@ -17,6 +17,7 @@ from typing import IO, Any
 from . import jsonio
 from .classify import classify, shape_of
 from .errors import CanonicalError, Rejection
+from .gateway.report import nested
 from .gateway.tools import UpstreamTools
 from .json_syntax import parse
 from .registry import SchemaRegistry
@@ -130,15 +131,7 @@ class CheckReport:
         return sum(self.violations.values())
 
     def to_document(self) -> dict[str, Any]:
-        frames: dict[str, dict[str, int]] = {}
-        for (direction, method), count in sorted(self.frames.items()):
-            frames.setdefault(str(direction), {})[method] = count
-        per_method: dict[str, dict[str, int]] = {}
-        for (rule, method), count in sorted(self.by_method.items()):
-            per_method.setdefault(rule, {})[method] = count
-        per_tool: dict[str, dict[str, int]] = {}
-        for (rule, tool), count in sorted(self.by_tool.items()):
-            per_tool.setdefault(rule, {})[tool] = count
+        frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
         return {
             "capture": self.capture,
             "ok": not self.violations,

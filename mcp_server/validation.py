@@ -352,28 +352,31 @@ def validate_method_name(
     name: Any, *, version: str | None = None, direction: Direction | None = None, registry: SchemaRegistry | None = None
 ) -> ValidationResult:
     """A request method ``version`` defines (for ``direction``, when given): else ``invalid_method``."""
-    registry, protocol = _protocol(registry, version)
-    if protocol is None:
-        return _unknown_version(registry, version)
-    if isinstance(name, str) and (
-        (direction, name) in protocol.requests if direction is not None else name in protocol.request_methods
-    ):
-        return _OK
-    return _fail("invalid_method", method=name, version=protocol.version)
+    return _defined_name(name, "request", version=version, direction=direction, registry=registry)
 
 
 def validate_notification_name(
     name: Any, *, version: str | None = None, direction: Direction | None = None, registry: SchemaRegistry | None = None
 ) -> ValidationResult:
     """A notification ``version`` defines (for ``direction``, when given): else ``invalid_notification``."""
+    return _defined_name(name, "notification", version=version, direction=direction, registry=registry)
+
+
+def _defined_name(
+    name: Any, kind: str, *, version: str | None, direction: Direction | None, registry: SchemaRegistry | None
+) -> ValidationResult:
     registry, protocol = _protocol(registry, version)
     if protocol is None:
         return _unknown_version(registry, version)
-    if isinstance(name, str) and (
-        (direction, name) in protocol.notifications if direction is not None else name in protocol.notification_methods
-    ):
+    by_direction, names = (
+        (protocol.requests, protocol.request_methods)
+        if kind == "request"
+        else (protocol.notifications, protocol.notification_methods)
+    )
+    if isinstance(name, str) and ((direction, name) in by_direction if direction is not None else name in names):
         return _OK
-    return _fail("invalid_notification", method=name, version=protocol.version)
+    reason = "invalid_method" if kind == "request" else "invalid_notification"
+    return _fail(reason, method=name, version=protocol.version)
 
 
 def validate_definition(

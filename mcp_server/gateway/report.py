@@ -17,7 +17,16 @@ from typing import Any
 from .. import jsonio
 from ..types import Direction
 
-__all__ = ["EXAMPLES_PER_RULE", "ConformanceReport", "main_report", "render_table"]
+__all__ = ["EXAMPLES_PER_RULE", "ConformanceReport", "main_report", "nested", "render_table"]
+
+
+def nested(counts: Mapping[tuple[Any, str], int]) -> dict[str, dict[str, int]]:
+    """``{(outer, inner): n}`` → ``{outer: {inner: n}}``, sorted: the report's tables of counts."""
+    table: dict[str, dict[str, int]] = {}
+    for (outer, inner), count in sorted(counts.items(), key=lambda item: (str(item[0][0]), item[0][1])):
+        table.setdefault(str(outer), {})[inner] = count
+    return table
+
 
 EXAMPLES_PER_RULE = 3
 
@@ -74,15 +83,7 @@ class ConformanceReport:
         return event
 
     def to_document(self) -> dict[str, Any]:
-        frames: dict[str, dict[str, int]] = {}
-        for (direction, method), count in sorted(self.frames.items()):
-            frames.setdefault(direction, {})[method] = count
-        per_method: dict[str, dict[str, int]] = {}
-        for (rule, method), count in sorted(self.by_method.items()):
-            per_method.setdefault(rule, {})[method] = count
-        per_tool: dict[str, dict[str, int]] = {}
-        for (rule, tool), count in sorted(self.by_tool.items()):
-            per_tool.setdefault(rule, {})[tool] = count
+        frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
         return {
             "upstream": self.upstream,
             "mode": self.mode,
