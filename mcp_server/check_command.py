@@ -22,7 +22,16 @@ from .gateway.tools import UpstreamTools
 from .json_syntax import parse
 from .registry import SchemaRegistry
 from .schema_check import check_message, governing_version
-from .types import Direction, Message, MessageKind, Session
+from .types import (
+    CLIENT_TO_SERVER,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    SERVER_TO_CLIENT,
+    Direction,
+    Message,
+    Session,
+)
 from .validation import default_registry, error_code_problem
 
 __all__ = [
@@ -61,9 +70,6 @@ RULES = (
 )
 """Every rule the check applies: the chain's catalogue slugs, and the gateway's tool rules."""
 
-_CLIENT, _SERVER = Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT
-_REQUEST, _NOTIFICATION = MessageKind.REQUEST, MessageKind.NOTIFICATION
-_RESPONSE, _ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
 _DIRECTIONS = {d.value: d for d in Direction}
 _JSON_RPC_MEMBERS = ("jsonrpc", "method", "id", "result", "error")
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -146,7 +152,7 @@ class CheckReport:
         }
 
 
-_OPPOSITE = {_CLIENT: _SERVER, _SERVER: _CLIENT}
+_OPPOSITE = {CLIENT_TO_SERVER: SERVER_TO_CLIENT, SERVER_TO_CLIENT: CLIENT_TO_SERVER}
 
 
 class SessionCheck:
@@ -257,7 +263,7 @@ class SessionCheck:
         if direction is None:
             direction = self._infer(message)
         tool = None
-        if kind is _REQUEST or kind is _NOTIFICATION:
+        if kind is REQUEST or kind is NOTIFICATION:
             method = message.method
             if method == "tools/call" and type(message.params) is dict:  # parsed JSON: a dict, never a subclass
                 name = message.params.get("name")
@@ -295,16 +301,16 @@ class SessionCheck:
                 request_id=message.id,
                 errors=rejection.errors,
             )
-        if kind is _REQUEST:
+        if kind is REQUEST:
             if message.id is not None and method is not None:
                 session.expect_reply(direction, message.id, method, tool)
             if passed and session.protocol_version is None and version in self.registry.stateless_versions:
                 # A stateless version named in _meta governs the session from here (2026-07-28).
                 session.protocol_version = report.protocol_version = version
-        elif kind is _NOTIFICATION:
+        elif kind is NOTIFICATION:
             if method == "notifications/initialized" and session.protocol_version is not None:
                 session.initialized = True
-        elif kind is _RESPONSE:
+        elif kind is RESPONSE:
             if method == "initialize":
                 self._negotiated(number, direction, document, message)
             elif method == "tools/list":
@@ -327,25 +333,33 @@ class SessionCheck:
         """The sender of a frame recorded without its direction (best effort: a wrapped capture is exact)."""
         kind = message.kind
         pending = self.session.pending
-        if kind is _REQUEST or kind is _NOTIFICATION:
+        if kind is REQUEST or kind is NOTIFICATION:
             requests, notifications = self._sides.get(self.session.protocol_version) or self._sides[None]
             method = message.method or ""
-            side = (requests if kind is _REQUEST else notifications).get(method)
+            side = (requests if kind is REQUEST else notifications).get(method)
             if side is not None:
                 return side
             params = message.params if isinstance(message.params, Mapping) else {}
             if method == "notifications/progress":  # from the side that answers the request it reports on
                 token = params.get("progressToken")
-                return _CLIENT if (_SERVER, token) in pending and (_CLIENT, token) not in pending else _SERVER
+                return (
+                    CLIENT_TO_SERVER
+                    if (SERVER_TO_CLIENT, token) in pending and (CLIENT_TO_SERVER, token) not in pending
+                    else SERVER_TO_CLIENT
+                )
             if method == "notifications/cancelled":  # from the side that sent the request
                 rid = params.get("requestId")
-                return _SERVER if (_SERVER, rid) in pending and (_CLIENT, rid) not in pending else _CLIENT
-            return _CLIENT
-        if (_CLIENT, message.id) in pending:
-            return _SERVER
-        if (_SERVER, message.id) in pending:
-            return _CLIENT
-        return _SERVER
+                return (
+                    SERVER_TO_CLIENT
+                    if (SERVER_TO_CLIENT, rid) in pending and (CLIENT_TO_SERVER, rid) not in pending
+                    else CLIENT_TO_SERVER
+                )
+            return CLIENT_TO_SERVER
+        if (CLIENT_TO_SERVER, message.id) in pending:
+            return SERVER_TO_CLIENT
+        if (SERVER_TO_CLIENT, message.id) in pending:
+            return CLIENT_TO_SERVER
+        return SERVER_TO_CLIENT
 
     def _negotiated(self, number: int, direction: Direction, document: Mapping[str, Any], message: Message) -> None:
         if self.forced is not None:
@@ -370,25 +384,19 @@ class SessionCheck:
         if not isinstance(listed, list):
             return
         outcome = self.tools.learn(listed)
-        for name, patch in outcome.changed:
+        found = [
+            ("tool_definition_changed", name, [{"path": op["path"], "msg": op["op"]} for op in patch])
+            for name, patch in outcome.changed
+        ] + [("invalid_tool_schema", name, [{"path": "", "msg": why}]) for name, why in outcome.invalid]
+        for rule, name, errors in found:
             self.report.violation(
-                "tool_definition_changed",
+                rule,
                 line=number,
                 direction=direction,
                 method="tools/list",
                 tool=name,
                 request_id=message.id,
-                errors=[{"path": op["path"], "msg": op["op"]} for op in patch],
-            )
-        for name, why in outcome.invalid:
-            self.report.violation(
-                "invalid_tool_schema",
-                line=number,
-                direction=direction,
-                method="tools/list",
-                tool=name,
-                request_id=message.id,
-                errors=[{"path": "", "msg": why}],
+                errors=errors,
             )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from .errors import CanonicalError, Rejection
 from .routing_headers import check_routing_headers
 from .stage import CheckStage
-from .types import Frame, Message, MessageKind
+from .types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Frame, Message, MessageKind
 
 __all__ = ["classify", "classify_stage", "is_request_id", "shape_of"]
 
@@ -23,19 +23,14 @@ def is_request_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-# Enum members as module constants: an attribute of an Enum class costs a descriptor call per use.
-_REQUEST, _NOTIFICATION = MessageKind.REQUEST, MessageKind.NOTIFICATION
-_RESPONSE, _ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
-
-
 def _kind(document: Mapping[str, Any]) -> MessageKind:
     if "method" in document:
-        return _REQUEST if "id" in document else _NOTIFICATION
+        return REQUEST if "id" in document else NOTIFICATION
     if "error" in document:
-        return _ERROR_RESPONSE
+        return ERROR_RESPONSE
     if "result" in document:
-        return _RESPONSE
-    return _REQUEST
+        return RESPONSE
+    return REQUEST
 
 
 def shape_of(document: Mapping[str, Any]) -> Message:
@@ -49,12 +44,12 @@ def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, 
     found: list[dict[str, str]] = []
     if document.get("jsonrpc") != "2.0":
         found.append({"path": "/jsonrpc", "msg": 'must be the string "2.0"', "rule": "invalid_jsonrpc_version"})
-    if kind is _REQUEST or kind is _NOTIFICATION:
+    if kind is REQUEST or kind is NOTIFICATION:
         if not isinstance(document.get("method"), str):
             # No method, result or error at all: not a JSON-RPC message of any kind.
             rule = "invalid_method" if "method" in document else "unknown_message_kind"
             found.append({"path": "/method", "msg": "must be a string", "rule": rule})
-        if kind is _REQUEST and not is_request_id(document.get("id")):
+        if kind is REQUEST and not is_request_id(document.get("id")):
             found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
         if "params" in document and not isinstance(document["params"], dict):
             found.append({"path": "/params", "msg": "must be an object", "rule": "invalid_params"})
@@ -73,13 +68,13 @@ def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, 
                 {"path": "", "msg": "a response has exactly one of result and error", "rule": "result_and_error"}
             )
         rid = document.get("id")
-        if kind is _RESPONSE and not is_request_id(rid):
+        if kind is RESPONSE and not is_request_id(rid):
             found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
-        if kind is _ERROR_RESPONSE and rid is not None and not is_request_id(rid):
+        if kind is ERROR_RESPONSE and rid is not None and not is_request_id(rid):
             found.append({"path": "/id", "msg": "must be a string, an integer or null", "rule": "invalid_request_id"})
-        if kind is _RESPONSE and not isinstance(document.get("result"), dict):
+        if kind is RESPONSE and not isinstance(document.get("result"), dict):
             found.append({"path": "/result", "msg": "must be an object", "rule": "invalid_result"})
-        if kind is _ERROR_RESPONSE:
+        if kind is ERROR_RESPONSE:
             error = document.get("error")
             if not isinstance(error, dict):
                 found.append({"path": "/error", "msg": "must be an object", "rule": "invalid_error"})
@@ -98,7 +93,7 @@ def classify(document: Mapping[str, Any]) -> Message:
     problems = _problems(document, kind)
     if problems:
         raise Rejection(CanonicalError.INVALID_ENVELOPE, sorted(problems, key=lambda p: (p["path"], p["msg"])))
-    if kind is _REQUEST or kind is _NOTIFICATION:
+    if kind is REQUEST or kind is NOTIFICATION:
         return Message(kind, document.get("id"), document["method"], document.get("params"))
     rid = document.get("id")
     return Message(kind, rid if is_request_id(rid) else None)

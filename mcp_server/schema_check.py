@@ -14,7 +14,19 @@ from .errors import CanonicalError, Rejection
 from .lifecycle import resolve_version
 from .registry import SchemaRegistry, ToolIO, violations
 from .stage import CheckStage
-from .types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply, Session
+from .types import (
+    ERROR_RESPONSE,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    Direction,
+    Frame,
+    Handler,
+    Message,
+    Middleware,
+    Reply,
+    Session,
+)
 
 __all__ = [
     "ToolSchemas",
@@ -24,10 +36,6 @@ __all__ = [
     "schema_check",
     "tool_output_check",
 ]
-
-# Enum members as module constants: an attribute of an Enum class costs a descriptor call per use.
-_REQUEST, _NOTIFICATION = MessageKind.REQUEST, MessageKind.NOTIFICATION
-_RESPONSE, _ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
 
 
 class ToolSchemas(Protocol):
@@ -67,7 +75,7 @@ def governing_version(
     tools: ToolSchemas | None = None,
 ) -> str:
     """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``)."""
-    if message.kind is _RESPONSE or message.kind is _ERROR_RESPONSE:
+    if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
         return session.protocol_version or registry.latest_handshake
     if _is_own_tool_method(registry, message, tools):
         return session.protocol_version or registry.latest
@@ -90,7 +98,7 @@ def check_message(
     every violation (absolute RFC 6901 paths into the frame, sorted by path then msg).
     """
     protocol = registry.protocol(version)
-    if message.kind is _REQUEST or message.kind is _NOTIFICATION:
+    if message.kind is REQUEST or message.kind is NOTIFICATION:
         assert message.method is not None
         if _is_own_tool_method(registry, message, tools):
             assert tools is not None
@@ -100,7 +108,7 @@ def check_message(
             if found:
                 raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
             return
-        if message.kind is _REQUEST:
+        if message.kind is REQUEST:
             validator = protocol.request_validator(direction, message.method)
         else:
             validator = protocol.notification_validator(direction, message.method)
@@ -120,7 +128,7 @@ def check_message(
         tool = session.pending_tools.pop(key, None)
         if method is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
-        if message.kind is _ERROR_RESPONSE:
+        if message.kind is ERROR_RESPONSE:
             found = violations(protocol.envelope_validator(protocol.error_response_def), document)
         else:
             validator = protocol.result_validator(method)
@@ -170,7 +178,7 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
         assert document is not None and message is not None
         session = frame.session
         annotations = None
-        if message.id is not None and (message.kind is _RESPONSE or message.kind is _ERROR_RESPONSE):
+        if message.id is not None and (message.kind is RESPONSE or message.kind is ERROR_RESPONSE):
             # Name the request a response answers, for the stages and logs after this one.
             key = (_opposite(frame.direction), message.id)
             message = message._replace(method=session.pending.get(key))

@@ -16,6 +16,12 @@ from . import jsonio
 from .errors import CanonicalError
 
 __all__ = [
+    "CLIENT_TO_SERVER",
+    "ERROR_RESPONSE",
+    "NOTIFICATION",
+    "REQUEST",
+    "RESPONSE",
+    "SERVER_TO_CLIENT",
     "Direction",
     "Frame",
     "Handler",
@@ -42,6 +48,13 @@ class Direction(StrEnum):
 
     CLIENT_TO_SERVER = "client_to_server"
     SERVER_TO_CLIENT = "server_to_client"
+
+
+# The members as module constants, for the per-frame path: reading an Enum class attribute costs a
+# descriptor call each time.
+REQUEST, NOTIFICATION = MessageKind.REQUEST, MessageKind.NOTIFICATION
+RESPONSE, ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
+CLIENT_TO_SERVER, SERVER_TO_CLIENT = Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT
 
 
 class Message(NamedTuple):

@@ -23,7 +23,7 @@ from .json_syntax import parse
 from .lifecycle import is_at_least
 from .registry import ProtocolSchema, SchemaError, SchemaRegistry, pointer, violations
 from .schema_check import check_message
-from .types import Direction, Message, MessageKind, Session
+from .types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind, Session
 
 __all__ = [
     "ValidationResult",
@@ -44,7 +44,6 @@ __all__ = [
     "validate_response",
 ]
 
-_CLIENT, _SERVER = Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT
 
 # JSON-RPC 2.0 §5.1: the five pre-defined codes, read from the catalogue (never written here).
 _STANDARD_CODES = frozenset(
@@ -151,9 +150,9 @@ _NOT_JSON = (TypeError, ValueError)
 
 def _direction_of(method: str, table: Mapping[tuple[Direction, str], str]) -> Direction:
     """The side that sends ``method`` (the client's, when both may or neither does)."""
-    if (_CLIENT, method) not in table and (_SERVER, method) in table:
-        return _SERVER
-    return _CLIENT
+    if (CLIENT_TO_SERVER, method) not in table and (SERVER_TO_CLIENT, method) in table:
+        return SERVER_TO_CLIENT
+    return CLIENT_TO_SERVER
 
 
 def _check(
@@ -175,7 +174,7 @@ def _check(
             if direction is None:
                 direction = _direction_of(message.method, table)
         elif direction is None:
-            direction = _SERVER
+            direction = SERVER_TO_CLIENT
         check_message(
             registry,
             document,
@@ -341,7 +340,7 @@ def validate_response(
         requester = _direction_of(method, protocol.requests)
         if is_request_id(request_id):
             session.expect_reply(requester, request_id, method)
-        responder = _SERVER if requester is _CLIENT else _CLIENT
+        responder = SERVER_TO_CLIENT if requester is CLIENT_TO_SERVER else CLIENT_TO_SERVER
         verdict = _check(registry, protocol, document, direction=responder, session=session)
     if verdict and error:
         return validate_error_code(result_or_error["code"], version=protocol.version, registry=registry)

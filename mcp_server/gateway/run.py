@@ -17,6 +17,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from ..chain import build_chain
 from ..error_boundary import render_rejection
@@ -55,6 +56,15 @@ class _ClientOut:
             self.closed = True
 
 
+class _Checks(NamedTuple):
+    """What every session of one gateway run shares: the schemas, the rules, the report, the limit."""
+
+    registry: SchemaRegistry
+    config: GatewayConfig
+    report: ConformanceReport
+    max_frame_bytes: int
+
+
 async def run_gateway(
     upstream: Upstream,
     *,
@@ -79,10 +89,7 @@ async def run_gateway(
                 start_reader(stdin_fd).get,
                 write,
                 transport="stdio",
-                registry=registry,
-                config=config,
-                report=report,
-                max_frame_bytes=max_frame_bytes,
+                checks=_Checks(registry, config, report, max_frame_bytes),
                 stop=stop,
             )
         finally:
@@ -102,6 +109,7 @@ async def run_gateway_unix(
     """Clients on a Unix socket: each connection is its own session with its own upstream (a
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
     report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value)
+    checks = _Checks(registry, config, report, max_frame_bytes)
     with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -110,17 +118,7 @@ async def run_gateway_unix(
                 await writer.drain()
 
             try:
-                await _session(
-                    new_upstream(),
-                    chunks_of(reader),
-                    write,
-                    transport="socket",
-                    registry=registry,
-                    config=config,
-                    report=report,
-                    max_frame_bytes=max_frame_bytes,
-                    stop=stop,
-                )
+                await _session(new_upstream(), chunks_of(reader), write, transport="socket", checks=checks, stop=stop)
             except SetupError as exc:
                 log.error("upstream: %s", exc)
 
@@ -137,13 +135,11 @@ async def _session(
     write: Callable[[bytes], Awaitable[None]],
     *,
     transport: str,
-    registry: SchemaRegistry,
-    config: GatewayConfig,
-    report: ConformanceReport,
-    max_frame_bytes: int,
+    checks: _Checks,
     stop: asyncio.Event,
 ) -> int:
     """One client and one upstream, both directions through the chain, until either side ends."""
+    registry, config, report, max_frame_bytes = checks
     tools = UpstreamTools(registry)
     chain = build_chain(
         relay(report),
