@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from .classify import classify_stage
 from .error_boundary import error_boundary
+from .events import EventLog, capture_stage, log_events
 from .json_syntax import json_syntax
 from .registry import SchemaRegistry
 from .schema_check import ToolSchemas, schema_check, tool_output_check
@@ -54,20 +55,25 @@ def build_chain(
     policy: Middleware | None = None,
     verdict: Middleware | None = None,
     after_check: Sequence[Middleware] = (),
+    events: EventLog | None = None,
 ) -> Handler:
-    """error boundary → [verdict] → size guard → JSON syntax → classify → [policy] → schema check
+    """[event log] → error boundary → [verdict] → size guard → JSON syntax → classify → [policy] → schema check
     (→ the tool output check on the way back) → [after_check …] → handler.
 
     ``verdict`` decides what a rejection does before the boundary renders it (a gateway in
     observe mode lets the frame pass); ``after_check`` sees only frames that passed every check.
+    ``events`` writes one event per frame, from what the stages learnt about it.
     """
-    stages: list[Middleware] = [error_boundary(registry)]
+    stages: list[Middleware] = [] if events is None else [log_events(events)]
+    stages.append(error_boundary(registry))
     if verdict is not None:
         stages.append(verdict)
     stages += [size_guard(max_frame_bytes), json_syntax(), classify_stage()]
     if policy is not None:
         stages.append(policy)
     stages.append(schema_check(registry, tools))
+    if events is not None:
+        stages.append(capture_stage())
     if tools is not None:
         stages.append(tool_output_check(tools))
     stages += after_check

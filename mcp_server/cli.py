@@ -10,14 +10,19 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .registry import SchemaError, SchemaRegistry
 from .settings import Settings, SetupError, parse_host_port
+
+if TYPE_CHECKING:
+    from .events import EventLog
 
 __all__ = ["main"]
 
@@ -34,7 +39,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mcp-server {__version__}")
     parser.add_argument("--validate", metavar="FILE", help="validate one asset file and exit (as `validate FILE`)")
     commands = parser.add_subparsers(dest="command")
-    serve = commands.add_parser("serve", help="run the MCP server (STDIO by default)")
+    logs = argparse.ArgumentParser(add_help=False)
+    logs.add_argument(
+        "--deterministic", action="store_true", help="fixed clock, derived ids, zero durations (MCP_DETERMINISTIC=1)"
+    )
+    logs.add_argument("--log-format", choices=["text", "json"], help="events on stderr (MCP_LOG_FORMAT; default text)")
+    logs.add_argument("--log-stream", metavar="NAME", help="runs/mcp_server/NAME/ (default: the mode)")
+    serve = commands.add_parser("serve", help="run the MCP server (STDIO by default)", parents=[logs])
     serve.add_argument("--socket", metavar="PATH", help="serve NDJSON on a Unix socket")
     serve.add_argument("--http", metavar="HOST:PORT", help="serve MCP Streamable HTTP")
     validate = commands.add_parser("validate", help="validate one asset file")
@@ -42,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--schema", metavar="NAME")
     gateway = commands.add_parser(
         "gateway",
+        parents=[logs],
         help="a validating proxy in front of an MCP server",
         usage="mcp-server gateway [--listen stdio|unix:PATH] [--mode enforce|observe] [--config FILE] "
         "(--upstream URL | -- COMMAND ...)",
@@ -76,6 +88,32 @@ def _write_ready(path: Path, address: str | None = None) -> None:
     temporary.replace(path)
 
 
+_STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> EventLog:
+    """The run's event log, opened: the file under the runs directory and the stderr lines."""
+    from .events import EventLog, EventLogSettings, stderr_sink
+
+    name = args.log_stream or stream
+    if not _STREAM_NAME.match(name):
+        raise SetupError(f"--log-stream must be a plain name (letters, digits, . _ -), got {name!r}")
+    log = EventLog(
+        EventLogSettings(
+            runs_dir=settings.runs_dir,
+            stream=name,
+            keep=settings.runs_keep,
+            deterministic=settings.deterministic or args.deterministic,
+            seed=settings.seed,
+        )
+    )
+    log.add_sink(stderr_sink(format=args.log_format or settings.log_format, every_event=settings.log_every_event))
+    try:
+        return log.open()
+    except OSError as exc:
+        raise SetupError(f"cannot write the event log under {log.directory}: {exc.strerror}") from None
+
+
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from dataclasses import replace
 
@@ -93,9 +131,11 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     registry = SchemaRegistry()
     corpus = load_corpus(environ, registry)
     tools = ToolSet(builtin_tools(environ, registry, corpus), registry)
-    handler = build_server(registry, tools, settings)
-    dirs = f"schemas_dir={corpus.schemas_dir} examples_dir={corpus.examples_dir}"
     mode = settings.endpoint
+    events = _event_log(settings, args, "serve")
+    events.emit("start", status="started", transport=mode, detail={"mode": "serve", "versions": registry.versions})
+    handler = build_server(registry, tools, settings, events=events)
+    dirs = f"schemas_dir={corpus.schemas_dir} examples_dir={corpus.examples_dir}"
     cleanup: list[Path] = []  # what this process created, removed on the way out
     try:
         if mode == "stdio":
@@ -146,6 +186,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         for path in cleanup:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
+        events.emit("stop", status="stopped", transport=mode, detail={"mode": "serve"})
+        events.close()
         _say(f"mcp:shutdown mode={mode}")
     return 0
 
@@ -170,11 +212,14 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         return StdioUpstream(command, max_frame_bytes=settings.max_frame_bytes, grace_seconds=config.grace_seconds)
 
     upstream = new_upstream()
-    runs_dir = Path(environ.get("MCP_RUNS_DIR") or "runs")
+    runs_dir = settings.runs_dir
     ready = f"upstream={upstream.name} policy={config.mode.value}"
-    if listen == "stdio":
-        _say(f"mcp:ready mode=gateway listen=stdio {ready}")
-        try:
+    events = _event_log(settings, args, "gateway")
+    front = "stdio" if listen == "stdio" else "socket"
+    events.emit("start", status="started", transport=front, detail={"mode": "gateway"})
+    try:
+        if listen == "stdio":
+            _say(f"mcp:ready mode=gateway listen=stdio {ready}")
             return asyncio.run(
                 run_gateway(
                     upstream,
@@ -182,29 +227,32 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
                     config=config,
                     max_frame_bytes=settings.max_frame_bytes,
                     runs_dir=runs_dir,
+                    events=events,
+                )
+            )
+        from .transport.unix_socket import bind_unix_socket
+
+        path = Path(listen.removeprefix("unix:"))
+        listener = bind_unix_socket(path, settings.socket_mode)
+        try:
+            return asyncio.run(
+                run_gateway_unix(
+                    new_upstream,
+                    listener,
+                    registry=registry,
+                    config=config,
+                    max_frame_bytes=settings.max_frame_bytes,
+                    runs_dir=runs_dir,
+                    on_ready=lambda: _say(f"mcp:ready mode=gateway listen=unix:{path} {ready}"),
+                    events=events,
                 )
             )
         finally:
-            _say("mcp:shutdown mode=gateway")
-    from .transport.unix_socket import bind_unix_socket
-
-    path = Path(listen.removeprefix("unix:"))
-    listener = bind_unix_socket(path, settings.socket_mode)
-    try:
-        return asyncio.run(
-            run_gateway_unix(
-                new_upstream,
-                listener,
-                registry=registry,
-                config=config,
-                max_frame_bytes=settings.max_frame_bytes,
-                runs_dir=runs_dir,
-                on_ready=lambda: _say(f"mcp:ready mode=gateway listen=unix:{path} {ready}"),
-            )
-        )
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        events.emit("stop", status="stopped", transport=front, detail={"mode": "gateway"})
+        events.close()
         _say("mcp:shutdown mode=gateway")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import jsonio
 from .errors import CanonicalError, Plane, Rejection
+from .events import note_rejection
 from .lifecycle import is_at_least
 from .registry import SchemaRegistry
 from .types import Frame, Handler, MessageKind, Middleware, Reply
@@ -78,13 +79,16 @@ def error_boundary(registry: SchemaRegistry) -> Middleware:
             except Rejection as rejection:
                 if rejection.error is CanonicalError.INTERNAL_ERROR and rejection.__cause__ is not None:
                     log.error("internal error", exc_info=rejection.__cause__)
+                note_rejection(rejection)
                 reply = render_rejection(rejection, frame, registry)
                 if reply is None:
                     log.info("unanswered invalid frame: %s", rejection.error.slug)
                 return reply
             except Exception:
                 log.exception("internal error outside a handler")
-                return render_rejection(Rejection(CanonicalError.INTERNAL_ERROR), frame, registry)
+                internal = Rejection(CanonicalError.INTERNAL_ERROR)
+                note_rejection(internal)
+                return render_rejection(internal, frame, registry)
 
         return handle
 

@@ -12,6 +12,7 @@ from typing import Any
 from . import __version__, jsonio
 from .chain import build_chain
 from .errors import CanonicalError, Rejection
+from .events import EventLog
 from .lifecycle import discover, initialize, initialized, ping
 from .registry import SchemaRegistry
 from .router import Route, Router
@@ -33,7 +34,9 @@ def call_tool_result(output: Mapping[str, Any], registry: SchemaRegistry, versio
     return result
 
 
-def build_server(registry: SchemaRegistry, tools: ToolSet, settings: Settings) -> Handler:
+def build_server(
+    registry: SchemaRegistry, tools: ToolSet, settings: Settings, *, events: EventLog | None = None
+) -> Handler:
     async def list_tools(frame: Frame) -> dict[str, Any]:
         assert frame.version is not None
         return {"tools": tools.definitions(registry.protocol(frame.version))}
@@ -66,5 +69,9 @@ def build_server(registry: SchemaRegistry, tools: ToolSet, settings: Settings) -
     for tool in tools:
         routes[tool.name] = partial(run_direct, tool)
     return build_chain(
-        Router(routes, registry), registry=registry, tools=tools, max_frame_bytes=settings.max_frame_bytes
+        Router(routes, registry),
+        registry=registry,
+        tools=tools,
+        max_frame_bytes=settings.max_frame_bytes,
+        events=events,
     )

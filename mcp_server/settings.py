@@ -8,9 +8,10 @@ from pathlib import Path
 
 from .size_guard import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["ENDPOINTS", "Settings", "SetupError", "parse_host_port"]
+__all__ = ["ENDPOINTS", "LOG_FORMATS", "Settings", "SetupError", "parse_host_port"]
 
 ENDPOINTS = ("stdio", "socket", "http")
+LOG_FORMATS = ("text", "json")
 
 
 class SetupError(Exception):
@@ -28,6 +29,22 @@ def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise SetupError(f"{name} must be a positive integer, got {raw!r}")
     return value
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    raw = (environ.get(name) or "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise SetupError(f"{name} must be 1 or 0 (true/false), got {raw!r}")
+
+
+def _choice(environ: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    raw = (environ.get(name) or choices[0]).strip().lower()
+    if raw not in choices:
+        raise SetupError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
 
 
 def _socket_mode(environ: Mapping[str, str]) -> int:
@@ -63,6 +80,12 @@ class Settings:
     http_port: int = 8000
     allowed_hosts: tuple[str, ...] = ()
     max_sessions: int = 1000
+    runs_dir: Path = Path("runs")
+    runs_keep: int = 20
+    deterministic: bool = False
+    seed: str = "mcp-server"
+    log_format: str = "text"
+    log_every_event: bool = False
     environ: Mapping[str, str] | None = None
 
     @classmethod
@@ -85,5 +108,11 @@ class Settings:
             http_port=port,
             allowed_hosts=tuple(h.strip() for h in (environ.get("MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()),
             max_sessions=_positive_int(environ, "MCP_MAX_SESSIONS", 1000),
+            runs_dir=Path(environ.get("MCP_RUNS_DIR") or "runs"),
+            runs_keep=_positive_int(environ, "MCP_RUNS_KEEP", 20),
+            deterministic=_flag(environ, "MCP_DETERMINISTIC"),
+            seed=environ.get("MCP_SEED") or "mcp-server",
+            log_format=_choice(environ, "MCP_LOG_FORMAT", LOG_FORMATS),
+            log_every_event=(environ.get("MCP_LOG_LEVEL") or "").strip().lower() in ("info", "debug"),
             environ=dict(environ),
         )

@@ -89,6 +89,7 @@ class Session:
         "client_info",
         "id",
         "initialized",
+        "log_id",
         "pending",
         "pending_tools",
         "protocol_version",
@@ -98,6 +99,7 @@ class Session:
         self.id: str = session_id or f"s{next(_session_ids)}"
         self.protocol_version: str | None = None
         self.initialized = False
+        self.log_id: str | None = None  # the session's id in the event log, given on its first event
         self.client_info: Mapping[str, Any] | None = None
         self.client_capabilities: Mapping[str, Any] | None = None
         # Requests sent towards a peer and not answered yet: (direction of the request, id) → method.

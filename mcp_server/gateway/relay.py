@@ -14,6 +14,7 @@ from typing import Any
 from .. import jsonio
 from ..error_boundary import render_rejection
 from ..errors import CanonicalError, Rejection
+from ..events import note_rejection
 from ..lifecycle import PROTOCOL_VERSION_META
 from ..registry import SchemaRegistry
 from ..types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply
@@ -78,6 +79,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                 report.frame(frame.direction, method if message is not None else "(not json-rpc)")
                 request_id = message.id if message is not None else None
                 if frame.direction is Direction.SERVER_TO_CLIENT and rejection.error in _NOT_JSON_RPC:
+                    note_rejection(rejection, "quarantined")
                     _emit(
                         report.violation(
                             POLLUTION,
@@ -94,6 +96,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                 tool = _tool_of(seen)
                 mode = config.mode_for(frame.direction, tool)
                 observe = mode is Mode.OBSERVE and rejection.error is not CanonicalError.PAYLOAD_TOO_LARGE
+                note_rejection(rejection, "observed" if observe else "enforced")
                 _emit(
                     report.violation(
                         rule,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
+from ..events import EventLog
 from ..types import Direction
 
 __all__ = ["EXAMPLES_PER_RULE", "ConformanceReport", "main_report", "nested", "render_table"]
@@ -32,7 +33,8 @@ EXAMPLES_PER_RULE = 3
 
 
 class ConformanceReport:
-    def __init__(self, *, upstream: str, mode: str) -> None:
+    def __init__(self, *, upstream: str, mode: str, events: EventLog | None = None) -> None:
+        self.events = events
         self.upstream = upstream
         self.mode = mode
         self.started = datetime.now(UTC)
@@ -77,6 +79,24 @@ class ConformanceReport:
             event["excerpt"] = excerpt
         if patch is not None:
             event["patch"] = patch
+        if self.events is not None:
+            extra: dict[str, Any] = {}
+            if patch is not None:
+                extra["patch"] = patch
+            if excerpt is not None:
+                extra["excerpt"] = excerpt
+            self.events.emit(
+                "violation",
+                rule=rule,
+                direction=direction.value,
+                method=method,
+                tool_id=tool,
+                request_id=request_id,
+                action=action,
+                status="error",
+                error={"code": rule, "message": rule.replace("_", " "), "details": list(errors)},
+                **extra,
+            )
         examples = self.examples.setdefault(rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
             examples.append(event)

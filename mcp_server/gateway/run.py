@@ -22,6 +22,7 @@ from typing import NamedTuple
 from ..chain import build_chain
 from ..error_boundary import render_rejection
 from ..errors import CanonicalError, Rejection
+from ..events import EventLog
 from ..registry import SchemaRegistry
 from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
@@ -63,6 +64,7 @@ class _Checks(NamedTuple):
     config: GatewayConfig
     report: ConformanceReport
     max_frame_bytes: int
+    events: EventLog | None = None
 
 
 async def run_gateway(
@@ -74,9 +76,10 @@ async def run_gateway(
     runs_dir: Path,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
+    events: EventLog | None = None,
 ) -> int:
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
-    report = ConformanceReport(upstream=upstream.name, mode=config.mode.value)
+    report = ConformanceReport(upstream=upstream.name, mode=config.mode.value, events=events)
     client = _ClientOut(stdout_fd)
 
     async def write(data: bytes) -> None:
@@ -89,7 +92,7 @@ async def run_gateway(
                 start_reader(stdin_fd).get,
                 write,
                 transport="stdio",
-                checks=_Checks(registry, config, report, max_frame_bytes),
+                checks=_Checks(registry, config, report, max_frame_bytes, events),
                 stop=stop,
             )
         finally:
@@ -105,11 +108,12 @@ async def run_gateway_unix(
     max_frame_bytes: int,
     runs_dir: Path,
     on_ready: Callable[[], None] = lambda: None,
+    events: EventLog | None = None,
 ) -> int:
     """Clients on a Unix socket: each connection is its own session with its own upstream (a
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
-    report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value)
-    checks = _Checks(registry, config, report, max_frame_bytes)
+    report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value, events=events)
+    checks = _Checks(registry, config, report, max_frame_bytes, events)
     with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -139,7 +143,7 @@ async def _session(
     stop: asyncio.Event,
 ) -> int:
     """One client and one upstream, both directions through the chain, until either side ends."""
-    registry, config, report, max_frame_bytes = checks
+    registry, config, report, max_frame_bytes, events = checks
     tools = UpstreamTools(registry)
     chain = build_chain(
         relay(report),
@@ -148,9 +152,12 @@ async def _session(
         max_frame_bytes=max_frame_bytes,
         verdict=verdict(config, report, registry),
         after_check=[track_session(config, report, tools)],
+        events=events,
     )
     session = Session()
     await upstream.start()
+    if events is not None:
+        events.emit("upstream", session=session, status="started")
 
     async def deliver(reply: Reply | None, *, towards_upstream: bool) -> None:
         if reply is None:
@@ -216,6 +223,8 @@ async def _session(
     for task in (client_task, upstream_task, stopping):
         task.cancel()
     exit_code = await upstream.close()
+    if events is not None:
+        events.emit("upstream", session=session, status="exited", detail={"exit_code": exit_code})
     if status and exit_code:
         status = exit_code if 0 < exit_code < 126 else 1
     log.info("upstream exited with %s", exit_code)
