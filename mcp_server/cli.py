@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
+    commands.add_parser("golden", help="record or check golden event logs (see `mcp-server golden --help`)")
     report = commands.add_parser("report", help="print a gateway conformance report again")
     report.add_argument("file")
     from .check_command import add_check_arguments
@@ -219,6 +220,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     events.emit("start", status="started", transport=front, detail={"mode": "gateway"})
     try:
         if listen == "stdio":
+            _write_ready(settings.ready_file)
             _say(f"mcp:ready mode=gateway listen=stdio {ready}")
             return asyncio.run(
                 run_gateway(
@@ -234,6 +236,11 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
 
         path = Path(listen.removeprefix("unix:"))
         listener = bind_unix_socket(path, settings.socket_mode)
+
+        def on_ready() -> None:
+            _write_ready(settings.ready_file, str(path))
+            _say(f"mcp:ready mode=gateway listen=unix:{path} {ready}")
+
         try:
             return asyncio.run(
                 run_gateway_unix(
@@ -243,7 +250,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
                     config=config,
                     max_frame_bytes=settings.max_frame_bytes,
                     runs_dir=runs_dir,
-                    on_ready=lambda: _say(f"mcp:ready mode=gateway listen=unix:{path} {ready}"),
+                    on_ready=on_ready,
                     events=events,
                 )
             )
@@ -251,6 +258,8 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            settings.ready_file.unlink()
         events.emit("stop", status="stopped", transport=front, detail={"mode": "gateway"})
         events.close()
         _say("mcp:shutdown mode=gateway")
@@ -263,6 +272,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     if argv[:1] == ["gateway"] and "--" in argv:
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
+    if argv[:1] == ["golden"]:
+        from .golden import main_golden
+
+        return main_golden(argv[1:])
     if argv[:1] == ["report"]:
         from .gateway.report import main_report
 

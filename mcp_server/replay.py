@@ -8,11 +8,14 @@ that frame's, so a frame that earns no reply is told from a slow one without wai
 Script format (JSON Lines), one frame per line:
 ``{"send": <JSON value>}`` a frame written compactly; ``{"raw": "<text>"}`` exact UTF-8 bytes
 (invalid JSON, say); ``{"oversized": N}`` an N-byte object frame, for the size guard.
+A first line ``{"upstream": [ARG, ...]}`` names the server a gateway fronts for this script
+(``{python}`` stands for the running interpreter, ``{script_dir}`` for the script's folder).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,15 @@ from . import jsonio
 from .lifecycle import PROTOCOL_VERSION_META
 from .routing_headers import NAME_BEARING_METHODS
 
-__all__ = ["ReplayError", "Replayed", "load_script", "replay_http", "replay_ndjson", "replay_socket"]
+__all__ = [
+    "ReplayError",
+    "Replayed",
+    "load_script",
+    "replay_http",
+    "replay_ndjson",
+    "replay_socket",
+    "script_upstream",
+]
 
 _SYNC_PREFIX = "replay-sync-"
 _TIMEOUT = 30.0
@@ -68,8 +79,27 @@ def load_script(path: Path) -> list[bytes]:
             entry = jsonio.loads(line)
         except jsonio.JSONSyntaxError:
             raise ReplayError(f"{path}:{number}: not JSON") from None
+        if number == 1 and isinstance(entry, dict) and "upstream" in entry:
+            continue  # the header: see script_upstream
         frames.append(_frame_of(entry, number))
     return frames
+
+
+def script_upstream(path: Path) -> list[str] | None:
+    """The upstream command a script's header names (``None``: the script is for ``serve``)."""
+    try:
+        with path.open(encoding="utf-8") as lines:
+            first = lines.readline()
+        header = jsonio.loads(first) if first.strip() else None
+    except (OSError, UnicodeDecodeError, jsonio.JSONSyntaxError):
+        return None  # load_script reports what is wrong with the file
+    if not isinstance(header, dict) or "upstream" not in header:
+        return None
+    command = header["upstream"]
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
+        raise ReplayError(f"{path}:1: 'upstream' must be a non-empty list of strings")
+    here = str(path.resolve().parent)
+    return [a.replace("{python}", sys.executable).replace("{script_dir}", here) for a in command]
 
 
 def _sync_frame(index: int) -> bytes:

@@ -220,9 +220,16 @@ async def _session(
                 await deliver(rendered, towards_upstream=False)
         session.pending.clear()
         status = 1
+    closing: asyncio.Future[int | None] | None = None
+    if client_task.done() and not upstream_task.done() and not stopping.done():
+        # The client has said all it will (stdio shutdown: it closed its input). The upstream gets the
+        # same end of input, answers what it was asked, and exits; its last frames still reach the
+        # client. Bounded: close() escalates to SIGTERM, then SIGKILL.
+        closing = asyncio.ensure_future(upstream.close())
+        await asyncio.wait({upstream_task, stopping}, return_when=asyncio.FIRST_COMPLETED)
     for task in (client_task, upstream_task, stopping):
         task.cancel()
-    exit_code = await upstream.close()
+    exit_code = await (closing if closing is not None else upstream.close())
     if events is not None:
         events.emit("upstream", session=session, status="exited", detail={"exit_code": exit_code})
     if status and exit_code:

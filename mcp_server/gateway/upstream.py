@@ -114,12 +114,13 @@ class StdioUpstream:
 class HttpUpstream:
     """A remote MCP server over Streamable HTTP: one POST per frame, JSON or SSE replies."""
 
-    def __init__(self, url: str, *, max_frame_bytes: int, timeout: float = 60.0) -> None:
+    def __init__(self, url: str, *, max_frame_bytes: int, timeout: float = 60.0, grace_seconds: float = 2.0) -> None:
         if not url.startswith(("http://", "https://")):
             raise SetupError(f"--upstream must be an http(s) URL, got {url!r}")
         self.name = url
         self.url = url
         self.max_frame_bytes = max_frame_bytes
+        self.grace_seconds = grace_seconds
         self._client = httpx.AsyncClient(timeout=timeout)
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=64)
         self._session_id: str | None = None
@@ -201,10 +202,15 @@ class HttpUpstream:
             yield (body, len(body)) if len(body) <= self.max_frame_bytes else (b"", len(body))
 
     async def close(self) -> int | None:
+        """Let the requests in flight finish (for a grace period), end the session, end ``frames``."""
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=self.grace_seconds)
         for task in list(self._inflight):
             task.cancel()
         if self._session_id is not None:
             with contextlib.suppress(httpx.HTTPError):
                 await self._client.delete(self.url, headers={"Mcp-Session-Id": self._session_id})
         await self._client.aclose()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.put(None), self.grace_seconds)
         return 0
