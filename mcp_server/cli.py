@@ -182,7 +182,12 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                 cleanup.append(settings.ready_file)
                 _say(f"mcp:ready mode=http url={url} {dirs}")
 
-            asyncio.run(serve_http(McpHttpApp(handler, registry, options), listener, on_ready=ready))
+            from .metrics import Metrics
+
+            metrics = Metrics(registry, extra_methods=[tool.name for tool in tools])
+            events.add_sink(metrics.sink)
+            app = McpHttpApp(handler, registry, options, metrics=metrics)
+            asyncio.run(serve_http(app, listener, on_ready=ready))
     finally:
         for path in cleanup:
             with contextlib.suppress(FileNotFoundError):

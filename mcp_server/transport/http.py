@@ -23,6 +23,7 @@ from typing import Any
 from .. import jsonio
 from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
+from ..metrics import CONTENT_TYPE, Metrics
 from ..registry import SchemaRegistry
 from ..types import Frame, Handler, Reply, Session
 from .signals import stop_on_signals
@@ -66,8 +67,11 @@ def _media_types(value: str) -> list[str]:
 class McpHttpApp:
     """The ASGI application. Sessions live in memory, one ``Session`` per ``Mcp-Session-Id``."""
 
-    def __init__(self, handler: Handler, registry: SchemaRegistry, options: HttpOptions) -> None:
+    def __init__(
+        self, handler: Handler, registry: SchemaRegistry, options: HttpOptions, *, metrics: Metrics | None = None
+    ) -> None:
         self.handler = handler
+        self.metrics = metrics
         self.registry = registry
         self.options = options
         self.allowed = frozenset(_LOOPBACK_HOSTS) | {_host_name(h) for h in options.allowed_hosts}
@@ -85,6 +89,8 @@ class McpHttpApp:
             await self._mcp(scope, receive, send, headers)
         elif path == "/health" and scope["method"] == "GET":
             await self._health(send)
+        elif path == "/metrics" and scope["method"] == "GET" and self.metrics is not None:
+            await _respond(send, 200, self.metrics.render(), CONTENT_TYPE.encode())
         else:
             await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
 
