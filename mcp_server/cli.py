@@ -186,7 +186,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
             metrics = Metrics(registry, extra_methods=[tool.name for tool in tools])
             events.add_sink(metrics.sink)
-            app = McpHttpApp(handler, registry, options, metrics=metrics)
+            app = McpHttpApp(handler, registry, options, metrics=metrics, events=events)
             asyncio.run(serve_http(app, listener, on_ready=ready))
     finally:
         for path in cleanup:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,13 +14,63 @@ from typing import Any
 import pytest
 
 from mcp_server import jsonio
-from mcp_server.registry import SchemaRegistry
+from mcp_server.registry import SchemaRegistry, violations
 from mcp_server.server import build_server
 from mcp_server.settings import Settings
 from mcp_server.tools import ToolSet
 from mcp_server.types import Frame, Handler, Session
 
 ROOT = Path(__file__).resolve().parent.parent
+
+pytest_plugins = ["mcp_server.testing"]
+
+LOG_SCHEMA = ROOT / "schemas" / "log-event.schema.json"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every server the suite starts writes its event log under one folder of this run's own."""
+    os.environ["MCP_RUNS_DIR"] = tempfile.mkdtemp(prefix="mcp-test-runs-")
+
+
+def _event_files(*roots: Path) -> list[Path]:
+    return [
+        path
+        for root in roots
+        if root.is_dir()
+        for path in root.rglob("mcp_server/*/*.jsonl*")
+        if path.is_file() and not path.is_symlink()
+    ]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Issue 7: every event written by the whole suite validates against the log schema."""
+    runs = Path(os.environ["MCP_RUNS_DIR"])
+    roots = [runs]
+    factory = getattr(session.config, "_tmp_path_factory", None)  # pytest's own, for tmp_path folders
+    if factory is not None:
+        roots.append(factory.getbasetemp())
+    validator = SchemaRegistry().compile(jsonio.loads(LOG_SCHEMA.read_bytes()))
+    bad: list[str] = []
+    count = 0
+    for path in _event_files(*roots):
+        for number, line in enumerate(path.read_bytes().splitlines(), 1):
+            if not line.strip():
+                continue
+            count += 1
+            try:
+                found = violations(validator, jsonio.loads(line))
+            except jsonio.JSONSyntaxError:
+                found = [{"path": "", "msg": "not JSON"}]
+            if found:
+                bad.append(f"{path.name}:{number}: {found[:3]}")
+    shutil.rmtree(runs, ignore_errors=True)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"log schema: {count} events checked, {len(bad)} invalid")
+    if bad:
+        if reporter is not None:
+            reporter.write_line("events that fail schemas/log-event.schema.json:\n" + "\n".join(bad[:20]), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -79,6 +131,7 @@ def server_command() -> list[str]:
 
 def server_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "SYN_"))}
+    env["MCP_RUNS_DIR"] = os.environ["MCP_RUNS_DIR"]
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["MCP_READY_FILE"] = str(tmp_path / "mcp.ready")
     env.update(extra)

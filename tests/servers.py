@@ -98,4 +98,7 @@ def replay_stdio(tmp_path: Path, frames: Sequence[bytes], **env: str) -> list[Re
 
 
 def free_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "SYN_"))}
+    """The environment without this project's settings, but with the suite's runs folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "SYN_"))}
+    env["MCP_RUNS_DIR"] = os.environ["MCP_RUNS_DIR"]
+    return env

@@ -23,9 +23,10 @@ from typing import Any
 from .. import jsonio
 from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
+from ..events import EventLog
 from ..metrics import CONTENT_TYPE, Metrics
 from ..registry import SchemaRegistry
-from ..types import Frame, Handler, Reply, Session
+from ..types import Direction, Frame, Handler, Reply, Session
 from .signals import stop_on_signals
 
 __all__ = ["HttpOptions", "McpHttpApp", "bind_tcp", "serve_http"]
@@ -68,10 +69,17 @@ class McpHttpApp:
     """The ASGI application. Sessions live in memory, one ``Session`` per ``Mcp-Session-Id``."""
 
     def __init__(
-        self, handler: Handler, registry: SchemaRegistry, options: HttpOptions, *, metrics: Metrics | None = None
+        self,
+        handler: Handler,
+        registry: SchemaRegistry,
+        options: HttpOptions,
+        *,
+        metrics: Metrics | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self.handler = handler
         self.metrics = metrics
+        self.events = events  # a request refused before it reaches the chain is still a frame in the log
         self.registry = registry
         self.options = options
         self.allowed = frozenset(_LOOPBACK_HOSTS) | {_host_name(h) for h in options.allowed_hosts}
@@ -216,8 +224,19 @@ class McpHttpApp:
         errors: list[dict[str, str]] | None = None,
         extra_headers: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
-        reply: Reply = error_reply(Rejection(error, errors or ()))
-        await _respond(send, error.http_status, reply.to_bytes(), b"application/json", extra_headers)
+        rejection = Rejection(error, errors or ())
+        reply: Reply = error_reply(rejection)
+        body = reply.to_bytes()
+        if self.events is not None:
+            self.events.emit(
+                "frame",
+                transport="http",
+                direction=Direction.CLIENT_TO_SERVER.value,
+                status="error",
+                bytes_out=len(body),
+                error={"code": error.slug, "message": error.message, "details": list(rejection.errors)},
+            )
+        await _respond(send, error.http_status, body, b"application/json", extra_headers)
 
 
 async def _respond(

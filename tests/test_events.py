@@ -1,0 +1,318 @@
+"""The structured event log (issue 7): fields, deterministic runs, the file, `.latest`, retention, stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcp_server import jsonio
+from mcp_server.events import EventLog, EventLogSettings, read_events
+from mcp_server.registry import SchemaRegistry, violations
+from mcp_server.server import build_server
+from mcp_server.settings import Settings
+from mcp_server.tools import ToolSet
+from mcp_server.types import Frame, Session
+
+from .conftest import LOG_SCHEMA, initialize_frame, server_command, server_env
+from .servers import serving
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+SESSION = [
+    initialize_frame("2025-11-25", 1),
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": {"traceparent": TRACEPARENT}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {
+            "name": "validate_asset",
+            "arguments": {"schema": "TextContent", "asset": {"type": "text"}},
+            "_meta": {"agent_step": 4, "attempt": 2},
+        },
+    },
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "validate_asset", "arguments": {}}},
+]
+
+
+def stdin_of(frames: list[Any]) -> bytes:
+    return b"".join((f if isinstance(f, bytes) else jsonio.dumps(f)) + b"\n" for f in frames)
+
+
+def run_serve(tmp_path: Path, frames: list[Any], *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*server_command(), *args],
+        input=stdin_of(frames),
+        capture_output=True,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"), **env),
+        timeout=60,
+        check=False,
+    )
+
+
+def latest(runs: Path, stream: str = "serve") -> Path:
+    return runs / "mcp_server" / stream / ".latest"
+
+
+@pytest.fixture(scope="module")
+def log_validator() -> Any:
+    return SchemaRegistry().compile(jsonio.loads(LOG_SCHEMA.read_bytes()))
+
+
+def test_two_deterministic_runs_write_byte_identical_log_files(tmp_path: Path) -> None:
+    """Issue 7, deterministic mode: two runs over the same input give byte-identical log files."""
+    first = run_serve(tmp_path / "a", SESSION, MCP_DETERMINISTIC="1")
+    second = run_serve(tmp_path / "b", SESSION, "--deterministic")
+    assert first.returncode == second.returncode == 0
+    one, two = latest(tmp_path / "a" / "runs"), latest(tmp_path / "b" / "runs")
+    assert one.resolve().name == two.resolve().name
+    assert one.read_bytes() == two.read_bytes()
+    events = list(read_events(one))
+    assert {e["ts"] for e in events} == {"1970-01-01T00:00:00.000Z"}
+    assert {e["duration_ms"] for e in events} == {0.0}
+
+
+def test_a_live_run_has_real_times_and_a_random_run_id(tmp_path: Path) -> None:
+    """Issue 7: outside deterministic mode the clock is real and each run has its own id."""
+    first = run_serve(tmp_path / "a", SESSION)
+    second = run_serve(tmp_path / "b", SESSION)
+    assert first.returncode == second.returncode == 0
+    one = list(read_events(latest(tmp_path / "a" / "runs")))
+    two = list(read_events(latest(tmp_path / "b" / "runs")))
+    assert one[0]["run_id"] != two[0]["run_id"]
+    assert not one[0]["metadata"]["deterministic"]
+    assert one[0]["ts"].startswith(time.strftime("%Y-", time.gmtime()))
+
+
+def test_every_frame_gets_one_event_with_the_fields_of_the_format(tmp_path: Path, log_validator: Any) -> None:
+    """Issue 7, Events: the fields of one event per frame; all validate against the log schema."""
+    assert run_serve(tmp_path, SESSION, "--deterministic").returncode == 0
+    events = list(read_events(latest(tmp_path / "runs")))
+    for event in events:
+        assert violations(log_validator, event) == []
+    assert [e["event"] for e in events] == ["start", "frame", "frame", "frame", "frame", "frame", "stop"]
+    assert [e["seq"] for e in events] == list(range(1, 8))
+    frames = [e for e in events if e["event"] == "frame"]
+    assert [e["method"] for e in frames] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+        "tools/call",
+    ]
+    assert [e["request_id"] for e in frames] == [1, None, 2, 3, 4]
+    assert [e["status"] for e in frames] == ["ok", "ok", "ok", "tool_error", "error"]
+    assert {e["transport"] for e in frames} == {"stdio"}
+    assert {e["direction"] for e in frames} == {"client_to_server"}
+    assert {e["protocol_version"] for e in frames} == {"2025-11-25"}
+    assert len({e["session_id"] for e in frames}) == 1
+    listed, called, refused = frames[2], frames[3], frames[4]
+    assert listed["trace_id"] == "0af7651916cd43dd8448eb211c80319c"  # from _meta.traceparent
+    assert called["tool_id"] == "validate_asset" and called["route"] == "tools/call"
+    assert (called["agent_step"], called["attempt"]) == (4, 2)
+    assert frames[0]["bytes_in"] == len(jsonio.dumps(SESSION[0]))
+    assert frames[0]["bytes_out"] > 0 and frames[1]["bytes_out"] == 0
+    assert refused["error"]["code"] == "invalid_tool_input"
+    assert refused["error"]["details"] and refused["route"] is None
+    assert all(e["metadata"] == {"schemaVersion": "1.0", "deterministic": True} for e in events)
+
+
+def test_an_unanswered_invalid_frame_is_logged_as_dropped(tmp_path: Path) -> None:
+    """Issue 2 §4 and issue 7: a notification never gets a reply, even an invalid one; it is logged."""
+    frames = [
+        initialize_frame("2025-11-25", 1),
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": "half"}},
+        b'{"jsonrpc":"2.0","id":7,',
+    ]
+    result = run_serve(tmp_path, frames, "--deterministic")
+    assert result.returncode == 0
+    events = [e for e in read_events(latest(tmp_path / "runs")) if e["event"] == "frame"]
+    assert [(e["status"], (e["error"] or {}).get("code")) for e in events] == [
+        ("ok", None),
+        ("dropped", "invalid_params"),
+        ("error", "parse_error"),
+    ]
+    assert len(result.stdout.splitlines()) == 2  # initialize and the parse error; nothing for the notification
+
+
+def test_latest_points_at_the_complete_file_only_after_the_run_ends(tmp_path: Path) -> None:
+    """Issue 7: `.latest` always points at a complete file (write, then rename)."""
+    runs = tmp_path / "runs"
+    assert run_serve(tmp_path, SESSION[:1]).returncode == 0
+    previous = latest(runs).resolve()
+    with serving(tmp_path, ["--socket", str(tmp_path / "s.sock")], MCP_RUNS_DIR=str(runs)) as server:
+        folder = runs / "mcp_server" / "serve"
+        partial = [p for p in folder.iterdir() if p.name.endswith(".jsonl.partial")]
+        assert len(partial) == 1  # the running server's file, under its temporary name
+        assert latest(runs).resolve() == previous  # still the last complete run
+        assert server.stop() == 0
+    now = latest(runs).resolve()
+    assert now != previous and now.name.endswith(".jsonl") and now.exists()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".partial")]
+    events = list(read_events(now))
+    assert events[0]["event"] == "start" and events[-1]["event"] == "stop"
+
+
+def test_only_the_newest_runs_of_a_stream_are_kept(tmp_path: Path) -> None:
+    """Issue 7: only the newest N runs are kept (MCP_RUNS_KEEP, default 20)."""
+    runs = tmp_path / "runs"
+    written = []
+    for _ in range(5):
+        assert run_serve(tmp_path, [], MCP_RUNS_KEEP="3").returncode == 0
+        written.append(latest(runs).resolve())
+    kept = sorted(p for p in (runs / "mcp_server" / "serve").iterdir() if p.name.endswith(".jsonl"))
+    assert kept == sorted(written[-3:])
+    assert latest(runs).resolve() == written[-1]
+
+
+def test_log_stream_names_the_folder_and_a_bad_name_is_refused(tmp_path: Path) -> None:
+    """Issue 7: runs/mcp_server/<stream>/; a stream name cannot climb out of the runs folder."""
+    assert run_serve(tmp_path, [], "--log-stream", "ci-job.1").returncode == 0
+    assert latest(tmp_path / "runs", "ci-job.1").exists()
+    refused = run_serve(tmp_path, [], "--log-stream", "../escape")
+    assert refused.returncode == 2
+    assert b"reason=setup_failed" in refused.stderr and b"--log-stream" in refused.stderr
+    assert refused.stdout == b""
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("MCP_DETERMINISTIC", "maybe"), ("MCP_LOG_FORMAT", "xml"), ("MCP_RUNS_KEEP", "0"), ("MCP_RUNS_KEEP", "many")],
+)
+def test_a_bad_logging_setting_exits_2_naming_it(tmp_path: Path, name: str, value: str) -> None:
+    """Bad input gets a clear error: a logging setting that cannot work stops the start-up."""
+    result = run_serve(tmp_path, SESSION[:1], **{name: value})
+    assert result.returncode == 2
+    assert f"reason=setup_failed detail={name}".encode() in result.stderr
+    assert result.stdout == b"" and b"Traceback" not in result.stderr
+
+
+def test_a_runs_folder_that_cannot_be_written_exits_2(tmp_path: Path) -> None:
+    """Bad input gets a clear error: MCP_RUNS_DIR pointing under a regular file."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = subprocess.run(
+        server_command(),
+        input=b"",
+        capture_output=True,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(blocker)),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert b"reason=setup_failed detail=cannot write the event log" in result.stderr
+
+
+def test_stderr_has_one_liners_for_failures_by_default_and_every_event_as_json_on_request(tmp_path: Path) -> None:
+    """Issue 7: human-readable one-liners on stderr by default, JSON with --log-format json."""
+    text = run_serve(tmp_path / "a", SESSION).stderr.decode()
+    lines = [line for line in text.splitlines() if line.startswith("mcp:event frame")]
+    assert len(lines) == 1 and "error=invalid_tool_input" in lines[0] and "request_id=4" in lines[0]
+    as_json = run_serve(tmp_path / "b", SESSION, "--log-format", "json", MCP_LOG_LEVEL="info").stderr
+    events = [jsonio.loads(line) for line in as_json.splitlines() if line.startswith(b"{")]
+    assert [e["event"] for e in events].count("frame") == len(SESSION)
+    assert events == list(read_events(latest(tmp_path / "b" / "runs")))
+
+
+def test_stdout_carries_nothing_but_the_replies_with_logging_on(tmp_path: Path) -> None:
+    """Issue 2 §6: stdout carries JSON-RPC frames only; the events go to stderr and the file."""
+    result = run_serve(tmp_path, SESSION, MCP_LOG_LEVEL="info")
+    replies = [jsonio.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [1, 2, 3, 4]
+
+
+def test_the_writer_never_drops_an_event_under_a_flood(tmp_path: Path) -> None:
+    """Issue 7, Speed: a bounded queue with backpressure; every event reaches the file, in order."""
+    log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="flood", deterministic=True)).open()
+    total = 150_000  # past the queue's bound, so the producer has to wait for the writer
+    for index in range(total):
+        log.emit("policy", status="allowed", detail={"n": index})
+    path = log.close()
+    seqs = [event["seq"] for event in read_events(path)]
+    assert seqs == list(range(1, total + 1))
+
+
+def test_a_failing_sink_is_reported_and_the_log_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A sink (stderr, metrics) that raises never stops the file being written."""
+
+    def broken(event: Any) -> None:
+        raise RuntimeError("sink down")
+
+    log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="s"), sinks=[broken]).open()
+    log.emit("start", status="started")
+    log.emit("stop", status="stopped")
+    path = log.close()
+    assert [e["event"] for e in read_events(path)] == ["start", "stop"]
+    assert "reason=log_sink_failed" in capsys.readouterr().err
+
+
+def test_a_response_shares_the_trace_id_of_its_request(tmp_path: Path, registry: SchemaRegistry) -> None:
+    """Issue 7: trace_id from _meta.traceparent, else generated; a response belongs to its request's trace."""
+    log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="t", deterministic=True)).open()
+    from mcp_server.tools.catalog import builtin_tools
+
+    handler = build_server(registry, ToolSet(builtin_tools({}, registry), registry), Settings(), events=log)
+    session = Session()
+
+    async def run() -> None:
+        for frame in [SESSION[0], SESSION[2], {"jsonrpc": "2.0", "id": 9, "method": "ping"}]:
+            await handler(Frame(raw=jsonio.dumps(frame), transport="test", session=session))
+
+    asyncio.run(run())
+    events = [e for e in read_events(log.close()) if e["event"] == "frame"]
+    assert events[1]["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
+    generated = {events[0]["trace_id"], events[2]["trace_id"]}
+    assert len(generated) == 2 and all(len(t) == 32 for t in generated)
+
+
+def test_metrics_count_frames_violations_and_latency_over_http(tmp_path: Path) -> None:
+    """Issue 7, Metrics: GET /metrics in the Prometheus text format."""
+    with serving(tmp_path, ["--http", "127.0.0.1:0"]) as server:
+        base = server.address.removesuffix("/mcp")
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        with httpx.Client(timeout=10) as client:
+            for body in (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b'{"jsonrpc":"2.0","id":2,"method":"x/y"}'):
+                client.post(server.address, content=body, headers=headers)
+            deadline = time.monotonic() + 10
+            while True:  # the writer thread feeds the metrics within its period
+                response = client.get(base + "/metrics")
+                if 'method="(other)",status="error"' in response.text or time.monotonic() > deadline:
+                    break
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert 'mcp_frames_total{direction="client_to_server",method="ping",status="ok"} 1.0' in text
+    assert 'mcp_frames_total{direction="client_to_server",method="(other)",status="error"} 1.0' in text
+    assert 'mcp_violations_total{rule="method_not_found"} 1.0' in text
+    assert 'mcp_frame_duration_seconds_count{method="ping"} 1.0' in text
+    assert "mcp_upstream_restarts_total 0.0" in text
+
+
+def test_sigterm_completes_the_log_of_a_socket_server(tmp_path: Path) -> None:
+    """Issue 4 and 7: a signal ends the run cleanly; its log is complete and `.latest` names it."""
+    runs = tmp_path / "runs"
+    with serving(tmp_path, ["--socket", str(tmp_path / "s.sock")], MCP_RUNS_DIR=str(runs)) as server:
+        assert server.stop(signal.SIGINT) == 0
+    events = list(read_events(latest(runs)))
+    assert events[-1]["event"] == "stop" and events[-1]["transport"] == "socket"
+
+
+def test_python_m_and_the_console_script_write_the_same_events(tmp_path: Path) -> None:
+    """Issue 2 §1: `python -m mcp_server` is the same program as `mcp-server`."""
+    script = Path(sys.executable).with_name("mcp-server")
+    assert script.exists(), "the package's console script is installed beside the interpreter"
+    env = server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "b"), MCP_DETERMINISTIC="1")
+    via_script = subprocess.run(
+        [str(script), "serve"], input=stdin_of(SESSION), capture_output=True, env=env, timeout=60, check=False
+    )
+    assert via_script.returncode == 0
+    assert run_serve(tmp_path / "a", SESSION, "--deterministic").returncode == 0
+    assert latest(tmp_path / "a" / "runs").read_bytes() == latest(tmp_path / "b").read_bytes()
