@@ -15,6 +15,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -56,7 +57,7 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2], ordered[int(len(ordered) * 0.99)]
 
 
-def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry) -> tuple[float, list[float]]:
+def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=None) -> tuple[float, list[float]]:
     async def terminal(frame: Frame) -> Reply | None:
         message = frame.message
         if message is not None and message.kind.value == "request" and message.id is not None and message.method:
@@ -66,7 +67,7 @@ def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry) -> tupl
             frame.session.protocol_version = VERSION
         return None
 
-    chain = build_chain(terminal, registry=registry, tools=CorpusTools(registry, tools))
+    chain = build_chain(terminal, registry=registry, tools=CorpusTools(registry, tools), events=events)
     session = Session()
     latencies: list[float] = []
 
@@ -161,7 +162,12 @@ def run_sdk(frames: list) -> tuple[float, list[float]]:
 
 
 def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MCP_READY_FILE=str(Path("/tmp") / f"bench-{os.getpid()}.ready"))
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        MCP_READY_FILE=str(Path(tempfile.gettempdir()) / f"bench-{os.getpid()}.ready"),
+        MCP_RUNS_DIR=str(Path(tempfile.gettempdir()) / f"bench-runs-{os.getpid()}"),
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_server", "serve"],
         stdin=subprocess.PIPE,

@@ -94,7 +94,7 @@ _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> EventLog:
     """The run's event log, opened: the file under the runs directory and the stderr lines."""
-    from .events import EventLog, EventLogSettings, stderr_sink
+    from .events import EventLog, EventLogSettings
 
     name = args.log_stream or stream
     if not _STREAM_NAME.match(name):
@@ -108,7 +108,7 @@ def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> Eve
             seed=settings.seed,
         )
     )
-    log.add_sink(stderr_sink(format=args.log_format or settings.log_format, every_event=settings.log_every_event))
+    log.set_stderr(format=args.log_format or settings.log_format, every_event=settings.log_every_event)
     try:
         return log.open()
     except OSError as exc:

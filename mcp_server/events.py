@@ -1,9 +1,9 @@
 """The structured event log: one JSON event per frame and direction, and per start, stop, violation
 and policy decision, written as JSONL under ``runs/mcp_server/<stream>/`` and to stderr.
 
-The chain pays for an event with a tuple appended to a deque; a background thread turns tuples
-into events, writes them, and feeds the other sinks (stderr, metrics). The queue is bounded:
-past its limit the chain waits for the writer (backpressure), and no event is ever dropped.
+The chain pays for an event with a row of plain values appended to a deque; a writer process
+turns rows into events and writes them (see ``EventLog``). The queue is bounded: past its limit
+the chain waits for the writer (backpressure), and no event is ever dropped.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import hashlib
 import os
 import re
 import secrets
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -25,9 +27,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import jsonio
-from .errors import Rejection
+from .errors import CanonicalError, Rejection
 from .stage import CheckStage
-from .types import Frame, Handler, Middleware, Reply, Session
+from .types import Direction, Frame, Handler, MessageKind, Middleware, Reply, Session
 
 __all__ = [
     "LOG_SCHEMA_VERSION",
@@ -38,6 +40,7 @@ __all__ = [
     "capture_stage",
     "log_events",
     "note_rejection",
+    "run_writer",
 ]
 
 LOG_SCHEMA_VERSION = "1.0"
@@ -53,6 +56,7 @@ _QUEUE_LIMIT = 65_536  # events held at most before the chain waits for the writ
 _WRITER_PERIOD = 0.05  # seconds: how stale the file may be under a trickle of events
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _OPEN_TRACES = 10_000  # requests whose trace id waits for the response, at most
+_WRITER_EXIT_SECONDS = 60.0  # the writer process finishes what the pipe still holds
 
 Sink = Callable[[Mapping[str, Any]], None]
 """Receives every finished event (on the writer thread): stderr, metrics."""
@@ -128,41 +132,75 @@ def log_events(log: EventLog) -> Middleware:
 
 
 class EventLog:
-    """One run's events: numbered in order, written by a background thread, never dropped."""
+    """One run's events, numbered in the chain's order and never dropped.
+
+    The chain only appends plain values to a deque. A pump thread serialises them compactly and
+    hands them, through a pipe, to a writer process (``python -m mcp_server.event_writer``) that makes
+    the JSON events, writes the file and the stderr lines: the formatting runs on another core.
+    A full pipe makes the pump wait, and a full deque makes the chain wait (backpressure). Should
+    the writer process die, the pump formats and writes the rest itself.
+    """
 
     def __init__(self, settings: EventLogSettings, *, sinks: Sequence[Sink] = ()) -> None:
         self.settings = settings
         self.deterministic = settings.deterministic
         self.run_id = self._derive("run") if self.deterministic else secrets.token_hex(8)
-        self._seq = 0
+        self._seq = 0  # numbered by the producer, so the order is the chain's whatever the writer does
         self._sessions = 0
-        self._queue: deque[tuple[Any, ...]] = deque()
+        self._queue: deque[list[Any]] = deque()
         self._wake = threading.Event()
         self._room = threading.Condition()
         self._closing = False
-        self._sinks: list[Sink] = list(sinks)
-        self._open_traces: OrderedDict[tuple[str, Any], str] = OrderedDict()
+        self._sinks: list[Sink] = list(sinks)  # this process's own sinks (metrics), fed by the pump
+        self._stderr: Sink | None = None
+        self._stderr_options: dict[str, Any] | None = None
         self._redact: Callable[[Any], tuple[Any, bool]] | None = None
         stamp = "19700101T000000Z" if self.deterministic else datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.directory = settings.runs_dir / "mcp_server" / settings.stream
         self.path = self.directory / f"{stamp}-{self.run_id}.jsonl"
         self._partial = self.path.with_name(self.path.name + ".partial")
-        self._file: Any = None
-        self._thread = threading.Thread(target=self._write_loop, name="mcp-events", daemon=True)
+        self._writer: subprocess.Popen[bytes] | None = None
+        self._fallback: _FileWriter | None = None
+        self._formatter = EventFormatter(self.run_id, self.deterministic)
+        self._thread = threading.Thread(target=self._pump, name="mcp-events", daemon=True)
 
     # -- set-up ---------------------------------------------------------------------------
 
     def add_sink(self, sink: Sink) -> None:
+        """A sink in this process (metrics); it sees every event, built on the pump thread."""
         self._sinks.append(sink)
+
+    def set_stderr(self, *, format: str, every_event: bool) -> None:
+        """Events on stderr, written by the writer process (before ``open``)."""
+        self._stderr = stderr_sink(format=format, every_event=every_event)
+        self._stderr_options = {"format": format, "every_event": every_event}
 
     def set_redactor(self, redact: Callable[[Any], tuple[Any, bool]]) -> None:
         """``redact(value) → (copy with secrets replaced, whether anything was)``, for error details."""
         self._redact = redact
+        self._formatter.redact = redact
 
-    def open(self) -> EventLog:
-        """Create the run's file (as ``.partial`` until it is complete) and start the writer."""
+    def open(self, *, in_process: bool = False) -> EventLog:
+        """Create the run's file (as ``.partial`` until it is complete) and start the writer.
+
+        ``in_process``: no writer process (the pump formats and writes): for short-lived tools."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._file = self._partial.open("wb")
+        self._partial.touch()
+        if in_process or self._redact is not None:
+            self._fallback = _FileWriter(self._partial, self._formatter, self._stderr)
+        else:
+            config = {
+                "partial": str(self._partial),
+                "run_id": self.run_id,
+                "deterministic": self.deterministic,
+                "stderr": self._stderr_options,
+            }
+            self._writer = subprocess.Popen(
+                [sys.executable, "-m", "mcp_server.event_writer", jsonio.dumps(config).decode()],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                close_fds=True,
+            )
         self._thread.start()
         return self
 
@@ -172,9 +210,20 @@ class EventLog:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join()
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._writer is not None:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                assert self._writer.stdin is not None
+                self._writer.stdin.close()
+            try:
+                self._writer.wait(_WRITER_EXIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._writer.kill()
+                self._writer.wait()
+            self._writer = None
+        if self._fallback is not None:
+            self._fallback.close()
+            self._fallback = None
+        if self._partial.exists():
             os.replace(self._partial, self.path)
             _link_latest(self.directory, self.path)
             _keep_newest(self.directory, self.settings.keep, self.path)
@@ -193,20 +242,77 @@ class EventLog:
     # -- producers (the event loop's thread) ------------------------------------------------
 
     def frame(self, frame: Frame, draft: _Draft, reply: Reply | None, seconds: float) -> None:
+        """Queue one frame's event as plain values (no frame or document outlives the chain);
+        the writer makes the event of them. On the chain's path: kept to the minimum."""
         seen = draft.frame or frame
         session = frame.session
-        version = seen.version or session.protocol_version
-        self._put(("frame", time.time(), seconds, frame, seen, draft, reply, self.session_id(session), version))
+        session_id = session.log_id or self.session_id(session)
+        message = seen.message
+        request_id = method = kind = tool = traceparent = step = attempt = None
+        if message is not None:
+            request_id, method, kind = message.id, message.method, _PLAIN[message.kind]
+            params = message.params
+            if type(params) is dict:
+                meta = params.get("_meta")
+                if type(meta) is dict:
+                    traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
+                if method == "tools/call":
+                    tool = params.get("name")
+        if tool is None and seen.annotations:
+            tool = seen.annotations.get("tool")
+        rejection = draft.rejection
+        if reply is None:
+            bytes_out, reply_document, to_peer = 0, None, False
+        else:
+            bytes_out, reply_document, to_peer = len(reply.to_bytes()), reply.document, reply.to_peer
+            if request_id is None and type(reply_document) is dict:
+                request_id = reply_document.get("id")
+        if rejection is None:
+            result = reply_document.get("result") if type(reply_document) is dict else None
+            status = "tool_error" if type(result) is dict and result.get("isError") is True else "ok"
+            route = "relay" if to_peer else method
+            error = None
+        else:
+            error = [rejection.error.name, rejection.errors, bool(rejection.extra.get("policy_violation"))]
+            action = draft.action
+            status = "observed" if action == "observed" else "dropped" if reply is None else "error"
+            route = "relay" if to_peer and reply_document is None else None
+        self._seq += 1
+        self._put(
+            [
+                self._seq,
+                time.time(),
+                "frame",
+                session_id,
+                request_id,
+                frame.transport,
+                _PLAIN[frame.direction],
+                kind,
+                route,
+                method,
+                tool if type(tool) is str else None,
+                status,
+                seconds,
+                frame.size if frame.size is not None else len(frame.raw),
+                bytes_out,
+                seen.version or session.protocol_version,
+                error,
+                traceparent if type(traceparent) is str else None,
+                step if type(step) is int else None,
+                attempt if type(attempt) is int else None,
+                draft.action,
+            ]
+        )
 
     def emit(self, event: str, *, session: Session | None = None, **fields: Any) -> None:
         """A non-frame event: ``start``, ``stop``, ``violation``, ``policy``, ``execution``, ``upstream``."""
         session_id = None if session is None else self.session_id(session)
-        self._put(("other", time.time(), event, session_id, fields))
-
-    def _put(self, item: tuple[Any, ...]) -> None:
         self._seq += 1
+        self._put([self._seq, time.time(), event, session_id, fields])
+
+    def _put(self, row: list[Any]) -> None:
         queue = self._queue
-        queue.append((self._seq, *item))
+        queue.append(row)
         size = len(queue)
         if size % _BATCH == 0:
             self._wake.set()
@@ -215,162 +321,210 @@ class EventLog:
                     while len(queue) >= _QUEUE_LIMIT // 2 and self._thread.is_alive():
                         self._room.wait(0.1)
 
-    # -- the writer thread ------------------------------------------------------------------
+    # -- the pump thread --------------------------------------------------------------------
 
-    def _write_loop(self) -> None:
+    def _pump(self) -> None:
         queue = self._queue
         while True:
             self._wake.wait(_WRITER_PERIOD)
             self._wake.clear()
             closing = self._closing
-            lines: list[bytes] = []
             while queue:
-                event = self._build(queue.popleft())
-                lines.append(jsonio.dumps(event))
-                for sink in self._sinks:
-                    try:
-                        sink(event)
-                    except Exception as exc:  # a sink must never stop the log
-                        sys.stderr.write(f"mcp:error reason=log_sink_failed detail={type(exc).__name__}: {exc}\n")
-                if len(lines) >= _BATCH:
-                    self._flush(lines)
-                    lines = []
-            self._flush(lines)
+                rows = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
+                if self._sinks:
+                    for row in rows:
+                        event = self._formatter.build(row)
+                        for sink in self._sinks:
+                            _feed(sink, event)
+                self._send(rows)
             with self._room:
                 self._room.notify_all()
             if closing:
                 return
 
-    def _flush(self, lines: list[bytes]) -> None:
-        if lines and self._file is not None:
-            self._file.write(b"\n".join(lines) + b"\n")
-            self._file.flush()
+    def _send(self, rows: list[list[Any]]) -> None:
+        if self._fallback is None:
+            assert self._writer is not None and self._writer.stdin is not None
+            try:
+                self._writer.stdin.write(b"".join(jsonio.dumps(row) + b"\n" for row in rows))
+                self._writer.stdin.flush()
+                return
+            except (BrokenPipeError, OSError, ValueError):
+                sys.stderr.write("mcp:error reason=log_writer_died detail=this process writes the event log now\n")
+                self._fallback = _FileWriter(self._partial, self._formatter, self._stderr, append=True)
+        self._fallback.write(rows)
 
-    def _base(self, seq: int, when: float, event: str, session_id: str | None) -> dict[str, Any]:
+
+class EventFormatter:
+    """Rows (plain values from the producer) → events. Pure but for its trace and clock caches."""
+
+    def __init__(self, run_id: str, deterministic: bool) -> None:
+        self.run_id = run_id
+        self.deterministic = deterministic
+        self.redact: Callable[[Any], tuple[Any, bool]] | None = None
+        self._metadata = {"schemaVersion": LOG_SCHEMA_VERSION, "deterministic": deterministic}
+        self._open_traces: OrderedDict[tuple[str, Any], str] = OrderedDict()
+        self._ts_second = -1
+        self._ts_prefix = ""
+
+    def _ts(self, when: float) -> str:
+        """ISO-8601 UTC with milliseconds; the part up to the second is formatted once a second."""
         if self.deterministic:
-            ts = FIXED_TS
-        else:
-            ts = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(when * 1000) % 1000:03d}Z"
-        return {"ts": ts, "run_id": self.run_id, "seq": seq, "event": event, "session_id": session_id}
+            return FIXED_TS
+        second = int(when)
+        if second != self._ts_second:
+            self._ts_second = second
+            self._ts_prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        return f"{self._ts_prefix}{int((when - second) * 1000):03d}Z"
 
-    def _build(self, item: tuple[Any, ...]) -> dict[str, Any]:
-        seq, kind = item[0], item[1]
-        if kind == "other":
-            _, _, when, event, session_id, fields = item
-            document = self._base(seq, when, event, session_id)
+    def _trace(self, session_id: str, kind: str | None, request_id: Any, parent: str | None, seq: int) -> str:
+        """From ``_meta.traceparent`` (W3C) when the sender gave one; a response shares its request's."""
+        key = (session_id, request_id)
+        if request_id is not None and (kind == "response" or kind == "error_response"):
+            known = self._open_traces.pop(key, None)
+            if known is not None:
+                return known
+        found = _TRACEPARENT.match(parent) if parent is not None else None
+        trace = found.group(1) if found else f"{self.run_id}{seq:016x}"
+        if request_id is not None and kind == "request":
+            self._open_traces[key] = trace
+            if len(self._open_traces) > _OPEN_TRACES:
+                self._open_traces.popitem(last=False)
+        return trace
+
+    def build(self, row: list[Any]) -> dict[str, Any]:
+        if row[2] != "frame":
+            seq, when, event, session_id, fields = row
+            document = {"ts": self._ts(when), "run_id": self.run_id, "seq": seq, "event": event}
+            document["session_id"] = session_id
             document.update(_FRAME_DEFAULTS)
             document.update(fields)
-            if "error" in fields and fields["error"] is not None:
-                document["error"], applied = self._redacted_error(fields["error"])
-                document["redaction_applied"] = document.get("redaction_applied", False) or applied
-            document["metadata"] = self._metadata()
+            if fields.get("error") is not None:
+                document["error"], applied = self._error(fields["error"])
+                document["redaction_applied"] = bool(document.get("redaction_applied")) or applied
+            document["metadata"] = self._metadata
             return document
-        _, _, when, seconds, frame, seen, draft, reply, session_id, version = item
-        return self._frame_event(seq, when, seconds, frame, seen, draft, reply, session_id, version)
-
-    def _metadata(self) -> dict[str, Any]:
-        return {"schemaVersion": LOG_SCHEMA_VERSION, "deterministic": self.deterministic}
-
-    def _frame_event(
-        self,
-        seq: int,
-        when: float,
-        seconds: float,
-        frame: Frame,
-        seen: Frame,
-        draft: _Draft,
-        reply: Reply | None,
-        session_id: str,
-        version: str | None,
-    ) -> dict[str, Any]:
-        message = seen.message
-        params = message.params if message is not None and isinstance(message.params, Mapping) else None
-        meta = params.get("_meta") if params is not None else None
-        meta = meta if isinstance(meta, Mapping) else {}
-        reply_document = reply.document if reply is not None else None
-        request_id = message.id if message is not None else None
-        if request_id is None and isinstance(reply_document, Mapping):
-            request_id = reply_document.get("id")
-        method = message.method if message is not None else None
-        tool = None
-        if message is not None and method == "tools/call" and params is not None:
-            name = params.get("name")
-            tool = name if isinstance(name, str) else None
-        if tool is None:
-            noted = seen.annotations.get("tool")
-            tool = noted if isinstance(noted, str) else None
-        rejection = draft.rejection
-        error: dict[str, Any] | None = None
-        applied = False
-        if rejection is not None:
-            error, applied = self._redacted_error(
-                {"code": rejection.error.slug, "message": rejection.error.message, "details": list(rejection.errors)}
-            )
-            if draft.action == "observed":
-                status = "observed"
-            elif reply is None:
-                status = "dropped"
-            else:
-                status = "error"
-        elif isinstance(reply_document, Mapping) and _is_tool_error(reply_document):
-            status = "tool_error"
-        else:
-            status = "ok"
-        trace_id = self._trace(session_id, message, meta, seq)
-        document = self._base(seq, when, "frame", session_id)
-        document.update(
-            {
-                "trace_id": trace_id,
-                "request_id": request_id,
-                "transport": frame.transport,
-                "direction": frame.direction.value,
-                "kind": message.kind.value if message is not None else None,
-                "route": _route(reply, rejection, method),
-                "method": method,
-                "tool_id": tool,
-                "status": status,
-                "duration_ms": 0.0 if self.deterministic else round(seconds * 1000, 3),
-                "bytes_in": frame.size if frame.size is not None else len(frame.raw),
-                "bytes_out": len(reply.to_bytes()) if reply is not None else 0,
-                "protocol_version": version,
-                "error": error,
-                "redaction_applied": applied,
-                "policy_violation": bool(rejection is not None and rejection.extra.get("policy_violation")),
-                "agent_step": _int_or_none(meta.get("agent_step")),
-                "attempt": _int_or_none(meta.get("attempt")),
-                "metadata": self._metadata(),
-            }
-        )
-        if draft.action is not None:
-            document["action"] = draft.action
+        (
+            seq,
+            when,
+            _,
+            session_id,
+            request_id,
+            transport,
+            direction,
+            kind,
+            route,
+            method,
+            tool,
+            status,
+            seconds,
+            bytes_in,
+            bytes_out,
+            version,
+            error,
+            traceparent,
+            step,
+            attempt,
+            action,
+        ) = row
+        applied = violation = False
+        if error is not None:
+            name, details, violation = error
+            member = CanonicalError[name]
+            error, applied = self._error({"code": member.slug, "message": member.message, "details": details})
+        document = {
+            "ts": self._ts(when),
+            "run_id": self.run_id,
+            "seq": seq,
+            "event": "frame",
+            "session_id": session_id,
+            "trace_id": self._trace(session_id, kind, request_id, traceparent, seq),
+            "request_id": request_id,
+            "transport": transport,
+            "direction": direction,
+            "kind": kind,
+            "route": route,
+            "method": method,
+            "tool_id": tool,
+            "status": status,
+            "duration_ms": 0.0 if self.deterministic else round(seconds * 1000, 3),
+            "bytes_in": bytes_in,
+            "bytes_out": bytes_out,
+            "protocol_version": version,
+            "error": error,
+            "redaction_applied": applied,
+            "policy_violation": violation,
+            "agent_step": step,
+            "attempt": attempt,
+        }
+        if action is not None:
+            document["action"] = action
+        document["metadata"] = self._metadata
         return document
 
-    def _redacted_error(self, error: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    def _error(self, error: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         details = sorted(
             (dict(d) for d in error.get("details", ()) if isinstance(d, Mapping)),
             key=lambda d: (str(d.get("path", "")), str(d.get("msg", ""))),
         )[:_MAX_DETAILS]
         shaped = {"code": error.get("code"), "message": error.get("message"), "details": details}
-        if self._redact is None:
+        if self.redact is None:
             return shaped, False
-        redacted, applied = self._redact(shaped)
+        redacted, applied = self.redact(shaped)
         return dict(redacted), applied
 
-    def _trace(self, session_id: str, message: Any, meta: Mapping[str, Any], seq: int) -> str:
-        """From ``_meta.traceparent`` (W3C) when the sender gave one; a response shares its request's."""
-        key = (session_id, message.id) if message is not None and message.id is not None else None
-        if message is not None and key is not None and message.kind.value in ("response", "error_response"):
-            known = self._open_traces.pop(key, None)
-            if known is not None:
-                return known
-        parent = meta.get("traceparent")
-        found = _TRACEPARENT.match(parent) if isinstance(parent, str) else None
-        trace = found.group(1) if found else f"{self.run_id}{seq:016x}"
-        if message is not None and key is not None and message.kind.value == "request":
-            self._open_traces[key] = trace
-            if len(self._open_traces) > _OPEN_TRACES:
-                self._open_traces.popitem(last=False)
-        return trace
+
+class _FileWriter:
+    """Rows → JSONL lines in the ``.partial`` file (and the stderr sink): the writer's one loop."""
+
+    def __init__(self, partial: Path, formatter: EventFormatter, stderr: Sink | None, *, append: bool = False) -> None:
+        self.file = partial.open("ab" if append else "wb")
+        self.formatter = formatter
+        self.stderr = stderr
+
+    def write(self, rows: Sequence[list[Any]]) -> None:
+        lines = []
+        for row in rows:
+            event = self.formatter.build(row)
+            lines.append(jsonio.dumps(event))
+            if self.stderr is not None:
+                _feed(self.stderr, event)
+        if lines:
+            self.file.write(b"\n".join(lines) + b"\n")
+            self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _feed(sink: Sink, event: Mapping[str, Any]) -> None:
+    try:
+        sink(event)
+    except Exception as exc:  # a sink must never stop the log
+        sys.stderr.write(f"mcp:error reason=log_sink_failed detail={type(exc).__name__}: {exc}\n")
+
+
+def run_writer(config: Mapping[str, Any]) -> int:
+    """The writer process: rows on stdin, one per line, until end of input; then the file is complete."""
+    for signum in (signal.SIGINT, signal.SIGTERM):  # the parent decides when the log ends: at EOF
+        signal.signal(signum, signal.SIG_IGN)
+    options = config.get("stderr")
+    stderr = None if options is None else stderr_sink(format=options["format"], every_event=options["every_event"])
+    writer = _FileWriter(
+        Path(config["partial"]), EventFormatter(config["run_id"], config["deterministic"]), stderr, append=True
+    )
+    held = b""
+    while True:
+        chunk = os.read(0, 1 << 20)  # what the pipe holds now: written as soon as it arrives
+        if not chunk:
+            break
+        lines = (held + chunk).split(b"\n")
+        held = lines.pop()
+        writer.write([jsonio.loads(line) for line in lines if line])
+    if held.strip():
+        writer.write([jsonio.loads(held)])
+    writer.close()
+    return 0
 
 
 _FRAME_DEFAULTS: Mapping[str, Any] = {
@@ -394,22 +548,8 @@ _FRAME_DEFAULTS: Mapping[str, Any] = {
 }
 
 
-def _is_tool_error(document: Mapping[str, Any]) -> bool:
-    result = document.get("result")
-    return isinstance(result, Mapping) and result.get("isError") is True
-
-
-def _route(reply: Reply | None, rejection: Rejection | None, method: str | None) -> str | None:
-    """Who dealt with the frame: ``relay`` (sent on to the peer), the method's route, or nobody."""
-    if reply is not None and reply.to_peer and (rejection is None or reply.document is None):
-        return "relay"
-    if rejection is not None:
-        return None
-    return method
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+_PLAIN: Mapping[Any, str] = {member: member.value for member in (*MessageKind, *Direction)}
+"""Enum members as plain strings: what orjson writes fastest."""
 
 
 def _link_latest(directory: Path, path: Path) -> None:

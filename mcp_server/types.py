@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -177,11 +177,16 @@ class Reply:
     raw: bytes | None = None
     error: CanonicalError | None = None
     to_peer: bool = False
+    # The document serialised, once: the event log measures the reply and the transport sends it.
+    _encoded: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def to_bytes(self) -> bytes:
         if self.raw is not None:
             return self.raw
-        return jsonio.dumps(self.document)
+        encoded = self._encoded
+        if not encoded:
+            encoded.append(jsonio.dumps(self.document))
+        return encoded[0]
 
 
 Handler = Callable[[Frame], Awaitable[Reply | None]]

@@ -316,3 +316,25 @@ def test_python_m_and_the_console_script_write_the_same_events(tmp_path: Path) -
     assert via_script.returncode == 0
     assert run_serve(tmp_path / "a", SESSION, "--deterministic").returncode == 0
     assert latest(tmp_path / "a" / "runs").read_bytes() == latest(tmp_path / "b").read_bytes()
+
+
+def test_events_reach_the_file_even_when_the_writer_process_dies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 7: never drop an event; if the writer process dies, this process writes the rest."""
+    log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="w", deterministic=True)).open()
+    for index in range(10):
+        log.emit("policy", status="allowed", detail={"n": index})
+    partial = log.path.with_name(log.path.name + ".partial")
+    deadline = time.monotonic() + 30
+    while len(partial.read_bytes().splitlines()) < 10:
+        assert time.monotonic() < deadline, "the writer process wrote nothing"
+        time.sleep(0.01)
+    assert log._writer is not None
+    log._writer.kill()
+    log._writer.wait(10)
+    for index in range(10, 20):
+        log.emit("policy", status="allowed", detail={"n": index})
+    path = log.close()
+    assert [e["detail"]["n"] for e in read_events(path)] == list(range(20))
+    assert "reason=log_writer_died" in capsys.readouterr().err
