@@ -213,18 +213,20 @@ def test_the_broken_upstream_is_caught_rule_by_rule(tmp_path: Path) -> None:
 
 
 def test_a_client_that_disconnects_ends_the_upstream_without_zombies(tmp_path: Path) -> None:
-    """Issue 5: a client that disconnects ends the upstream; no zombie processes."""
+    """Issue 5: a client that disconnects ends the upstream; no zombie processes (nor the log's writer)."""
     peer = Peer(tmp_path)
     handshake(peer, "2025-11-25")
     children = Path(f"/proc/{peer.process.pid}/task/{peer.process.pid}/children").read_text().split()
-    assert len(children) == 1
+    commands = sorted(Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[1] for child in children)
+    assert commands == [b"-m", SDK_UPSTREAM[1].encode()], commands  # the log's writer, and the upstream
     status, _ = peer.finish()
     assert status == 0
     deadline = time.monotonic() + WAIT
-    while Path(f"/proc/{children[0]}").exists():
-        stat = Path(f"/proc/{children[0]}/stat").read_text()
-        assert time.monotonic() < deadline, f"upstream still there: {stat}"
-        time.sleep(0.02)
+    for child in children:
+        while Path(f"/proc/{child}").exists():
+            stat = Path(f"/proc/{child}/stat").read_text()
+            assert time.monotonic() < deadline, f"child still there: {stat}"
+            time.sleep(0.02)
 
 
 def test_sigterm_stops_the_gateway_and_its_upstream_and_writes_the_report(tmp_path: Path) -> None:
