@@ -60,13 +60,16 @@ class Peer:
         return self.process.returncode, stderr.decode()
 
 
-def children_of(pid: int) -> list[str]:
-    """The live child processes of ``pid``, read from /proc."""
+def children_of(pid: int, *, upstreams_only: bool = False) -> list[str]:
+    """The live child processes of ``pid``, read from /proc (``upstreams_only``: not the log's writer)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
         except OSError:
+            continue
+        if upstreams_only and b"mcp_server.event_writer" in command:
             continue
         if fields[1] == str(pid) and fields[0] != "Z":
             found.append(stat.parent.name)
@@ -458,7 +461,7 @@ def test_a_unix_socket_front_gives_each_connection_its_own_upstream(tmp_path: Pa
         second, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": "x"}}}
     )
     assert refused["result"]["isError"] is True
-    children = children_of(process.pid)
+    children = children_of(process.pid, upstreams_only=True)
     assert len(children) == 2
     first[0].close()
     second[0].close()
