@@ -1,0 +1,142 @@
+"""The execution boundary: policy, approval and timeout around every tool run, and its records.
+
+Used by `serve`'s ``tools/call`` (and a tool called as its own method) and by ``POST /execute``
+alike. The default sink writes each execution record, redacted, as one JSON line on the
+``mcp_server.execution`` logger; it never writes the forwarded payload itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from . import jsonio
+from .approvals import ApprovalBook
+from .errors import CanonicalError, Rejection
+from .policy import Policy
+from .redaction import Redactor
+
+__all__ = [
+    "Elicit",
+    "ExecutionGate",
+    "ExecutionRecord",
+    "RecordSink",
+    "Trace",
+    "log_sink",
+    "now_stamp",
+]
+
+log = logging.getLogger("mcp_server.execution")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trace:
+    """Who asked: the session, and the caller's trace of its own steps (``POST /execute``'s ``trace``)."""
+
+    session_id: str
+    trace_id: str | None = None
+    agent_step: int | str | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionRecord:
+    """One outbound tool execution, as the boundary's log (and later the event log) sees it."""
+
+    timestamp: str
+    session_id: str
+    trace_id: str | None
+    tool_id: str
+    endpoint: str
+    domain: str
+    method: str
+    agent_step: int | str | None
+    attempt: int | None
+    status_code: int | None
+    latency_ms: float
+    error_class: str | None
+    redaction_applied: bool
+
+    def to_document(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+RecordSink = Callable[[ExecutionRecord], None]
+"""Where execution records go; the event log plugs in here."""
+
+Elicit = Callable[[str, Mapping[str, Any], str], Awaitable[bool]]
+"""Ask the MCP client's user to approve ``(tool, redacted arguments, digest)``; True when approved."""
+
+
+def now_stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def log_sink(redactor: Redactor) -> RecordSink:
+    """The default sink: the record, redacted once more, as one JSON line."""
+
+    def sink(record: ExecutionRecord) -> None:
+        document, applied = redactor.redact(record.to_document())
+        document["redaction_applied"] = bool(document["redaction_applied"]) or applied
+        log.info("%s", jsonio.dumps(document).decode())
+
+    return sink
+
+
+class ExecutionGate:
+    """Runs one tool call under the policy: allowed, approved when the policy says so, in time."""
+
+    def __init__(self, policy: Policy, approvals: ApprovalBook) -> None:
+        self.policy = policy
+        self.approvals = approvals
+
+    async def run(
+        self,
+        tool: str,
+        arguments: Any,
+        trace: Trace,
+        call: Callable[[], Awaitable[dict[str, Any]]],
+        *,
+        approval: bool = False,
+        timeout_seconds: float | None = None,
+        elicit: Elicit | None = None,
+    ) -> dict[str, Any]:
+        """The tool's result, or ``Rejection`` (policy, approval, TOOL_TIMEOUT, or the tool's own)."""
+        policy = self.policy
+        rule = policy.check_call(tool, len(jsonio.dumps(arguments)))
+        if rule.approval or approval:
+            pending = self.approvals.hold(tool, arguments, trace.session_id)
+            asked: asyncio.Future[bool] | None = None
+            if elicit is not None and policy.approval_by_elicitation:
+                asked = asyncio.ensure_future(elicit(tool, pending.arguments, pending.arguments_sha256))
+            await self.approvals.wait(pending, also=asked)
+        timeout = rule.timeout_seconds if timeout_seconds is None else min(timeout_seconds, rule.timeout_seconds)
+        try:
+            result = await asyncio.wait_for(call(), timeout)
+        except TimeoutError:
+            raise Rejection(
+                CanonicalError.TOOL_TIMEOUT,
+                [{"path": "", "msg": "tool_timeout"}],
+                extra={"retryable": True, "timeout_seconds": timeout},
+            ) from None
+        policy.check_result(tool, len(jsonio.dumps(result)))
+        if policy.sanitise_results:
+            result = policy.redactor.redact(result)[0]
+        return result
+
+
+class Stopwatch:
+    """Milliseconds since creation, for a record's ``latency_ms``."""
+
+    __slots__ = ("began",)
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+
+    def elapsed_ms(self) -> float:
+        return round((time.perf_counter() - self.began) * 1000.0, 3)
