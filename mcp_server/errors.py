@@ -85,6 +85,7 @@ class CanonicalError(Enum):
     UPSTREAM_FAILURE = (-32010, 502, "Upstream call failed", "upstream_failure")
     # The REST face (POST /execute): a body that is not the documented request object.
     INVALID_REQUEST_BODY = (-32600, 400, "Invalid request body", "validation_failed")
+    DEPENDENCY_UNAVAILABLE = (-32603, 503, "A dependency is unreachable", "unavailable")
 
     def __init__(
         self,
@@ -132,6 +133,7 @@ _RETRYABLE = frozenset(
         CanonicalError.UPSTREAM_FAILURE,
         CanonicalError.UPSTREAM_UNAVAILABLE,
         CanonicalError.TOO_MANY_SESSIONS,
+        CanonicalError.DEPENDENCY_UNAVAILABLE,
     }
 )
 _BY_CODE: Mapping[int, CanonicalError] = MappingProxyType({m.jsonrpc_code: m for m in reversed(list(CanonicalError))})

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -68,7 +68,9 @@ class HttpTool:
         if self.allowed_methods is not None and method not in self.allowed_methods:
             return "http_method_not_allowed"
         host = (urlsplit(url).hostname or "").lower()
-        if self.allowed_domains is not None and not any(fnmatch.fnmatchcase(host, d.lower()) for d in self.allowed_domains):
+        if self.allowed_domains is not None and not any(
+            fnmatch.fnmatchcase(host, d.lower()) for d in self.allowed_domains
+        ):
             return "domain_not_allowed"
         return None
 
@@ -123,10 +125,10 @@ def load_catalogue(path: Path, registry: SchemaRegistry, environ: Mapping[str, s
                 tool_id=entry["tool_id"],
                 name=entry["name"],
                 description=entry["description"],
-                args=MappingProxyType(dict(entry["args"])),
+                args=dict(entry["args"]),
                 method=entry["method"],
                 path=entry["path"],
-                headers=MappingProxyType(dict(entry.get("headers", {}))),
+                headers=dict(entry.get("headers", {})),
                 allowed_methods=frozenset(entry["allowed_methods"]) if "allowed_methods" in entry else None,
                 allowed_domains=tuple(entry["allowed_domains"]) if "allowed_domains" in entry else None,
                 timeout_seconds=float(entry.get("timeout_seconds", 30.0)),
@@ -184,7 +186,9 @@ class HttpToolExecutor:
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)
             if name not in arguments:
-                raise Rejection(CanonicalError.INVALID_TOOL_INPUT, [{"path": f"/{name}", "msg": "required by the path"}])
+                raise Rejection(
+                    CanonicalError.INVALID_TOOL_INPUT, [{"path": f"/{name}", "msg": "required by the path"}]
+                )
             used.add(name)
             return quote(str(arguments[name]), safe="")
 
@@ -266,7 +270,10 @@ class HttpToolExecutor:
         self, tool: HttpTool, trace: Trace, url: str, method: str, status: int | None, error: str | None, ms: float
     ) -> None:
         parts = urlsplit(url)
-        endpoint, applied = self.policy.redactor.redact_text(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")))
+        # Decoded first: a secret in a path segment is percent-encoded on the wire (%40 for "@").
+        endpoint, applied = self.policy.redactor.redact_text(
+            unquote(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")))
+        )
         self.sink(
             ExecutionRecord(
                 timestamp=now_stamp(),
@@ -298,7 +305,6 @@ class HttpToolExecutor:
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
 
 
 def catalogue_tools(executor: HttpToolExecutor) -> list[Tool]:

@@ -76,6 +76,8 @@ class PeerChannel:
 
     def elicit_approval(self, session: Session) -> Callable[[str, Mapping[str, Any], str], Awaitable[bool]]:
         async def ask(tool: str, arguments: Mapping[str, Any], digest: str) -> bool:
-            return approved(await self.request(session, "elicitation/create", approval_request(tool, arguments, digest)))
+            return approved(
+                await self.request(session, "elicitation/create", approval_request(tool, arguments, digest))
+            )
 
         return ask

@@ -237,7 +237,9 @@ def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
         try:
             re.compile(pattern)
         except re.error as exc:
-            raise SetupError(f"policy {path}: at /redaction/patterns/{index}: not a regular expression: {exc}") from None
+            raise SetupError(
+                f"policy {path}: at /redaction/patterns/{index}: not a regular expression: {exc}"
+            ) from None
     return Policy.from_document(document)
 
 
@@ -259,7 +261,11 @@ def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset()) 
             if size > limit:
                 raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", frame=frame, limit=limit)
         message = frame.message
-        if message is None or message.method is None or (message.kind is not REQUEST and message.kind is not NOTIFICATION):
+        if (
+            message is None
+            or message.method is None
+            or (message.kind is not REQUEST and message.kind is not NOTIFICATION)
+        ):
             return frame
         method = message.method
         reason = method_denial(method)

@@ -71,9 +71,7 @@ class Redactor:
     patterns: tuple[tuple[re.Pattern[str], str], ...] = ()
 
     @classmethod
-    def build(
-        cls, *, pointers: Iterable[str] = (), keys: Iterable[str] = (), patterns: Iterable[str] = ()
-    ) -> Redactor:
+    def build(cls, *, pointers: Iterable[str] = (), keys: Iterable[str] = (), patterns: Iterable[str] = ()) -> Redactor:
         """Compile once: the policy's pointers, keys and patterns on top of the defaults."""
         compiled = [(re.compile(p), r) for p, r in SECRET_PATTERNS]
         compiled += [(re.compile(p), MASK) for p in patterns]

@@ -10,9 +10,9 @@ from functools import partial
 from typing import Any
 
 from . import __version__, jsonio
+from .approvals import ApprovalBook
 from .chain import build_chain
 from .errors import CanonicalError, Rejection
-from .approvals import ApprovalBook
 from .execution import Elicit, ExecutionGate, Trace
 from .lifecycle import discover, initialize, initialized, ping
 from .policy import Policy, policy_stage
@@ -70,9 +70,7 @@ def build_server(
     from the policy when not given) governs every tool run: approval, timeout, result limits."""
     if gate is None:
         governing = policy or Policy()
-        approvals = ApprovalBook(
-            deadline_seconds=governing.approval_deadline_seconds, redactor=governing.redactor
-        )
+        approvals = ApprovalBook(deadline_seconds=governing.approval_deadline_seconds, redactor=governing.redactor)
         gate = ExecutionGate(governing, approvals)
 
     async def governed(tool: Tool, arguments: Any, frame: Frame) -> dict[str, Any]:
@@ -134,6 +132,4 @@ def build_server(
         return await router(frame)
 
     stage = None if policy is None else policy_stage(policy, tool_methods=frozenset(t.name for t in tools))
-    return build_chain(
-        handle, registry=registry, tools=tools, max_frame_bytes=settings.max_frame_bytes, policy=stage
-    )
+    return build_chain(handle, registry=registry, tools=tools, max_frame_bytes=settings.max_frame_bytes, policy=stage)

@@ -93,7 +93,11 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                     return Reply(raw=frame.raw, to_peer=True)
                 tool = _tool_of(seen)
                 mode = config.mode_for(frame.direction, tool)
-                observe = mode is Mode.OBSERVE and rejection.error is not CanonicalError.PAYLOAD_TOO_LARGE
+                observe = (
+                    mode is Mode.OBSERVE
+                    and rejection.error is not CanonicalError.PAYLOAD_TOO_LARGE
+                    and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
+                )
                 _emit(
                     report.violation(
                         rule,

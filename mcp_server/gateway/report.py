@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
+from ..redaction import Redactor
 from ..types import Direction
 
 __all__ = ["EXAMPLES_PER_RULE", "ConformanceReport", "main_report", "nested", "render_table"]
@@ -32,7 +33,9 @@ EXAMPLES_PER_RULE = 3
 
 
 class ConformanceReport:
-    def __init__(self, *, upstream: str, mode: str) -> None:
+    def __init__(self, *, upstream: str, mode: str, redactor: Redactor | None = None) -> None:
+        """``redactor`` hides secrets in every event and example (default: the built-in patterns)."""
+        self.redactor = redactor or Redactor.build()
         self.upstream = upstream
         self.mode = mode
         self.started = datetime.now(UTC)
@@ -77,6 +80,8 @@ class ConformanceReport:
             event["excerpt"] = excerpt
         if patch is not None:
             event["patch"] = patch
+        event, applied = self.redactor.redact(event)
+        event["redaction_applied"] = applied
         examples = self.examples.setdefault(rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
             examples.append(event)
@@ -85,7 +90,7 @@ class ConformanceReport:
     def to_document(self) -> dict[str, Any]:
         frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
         return {
-            "upstream": self.upstream,
+            "upstream": self.redactor.redact_text(self.upstream)[0],
             "mode": self.mode,
             "protocol_version": self.protocol_version,
             "started": self.started.strftime("%Y-%m-%dT%H:%M:%SZ"),

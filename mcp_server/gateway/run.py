@@ -22,6 +22,8 @@ from typing import NamedTuple
 from ..chain import build_chain
 from ..error_boundary import render_rejection
 from ..errors import CanonicalError, Rejection
+from ..policy import Policy, policy_stage
+from ..redaction import Redactor
 from ..registry import SchemaRegistry
 from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
@@ -63,6 +65,7 @@ class _Checks(NamedTuple):
     config: GatewayConfig
     report: ConformanceReport
     max_frame_bytes: int
+    policy: Policy | None = None
 
 
 async def run_gateway(
@@ -74,9 +77,10 @@ async def run_gateway(
     runs_dir: Path,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
+    policy: Policy | None = None,
 ) -> int:
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
-    report = ConformanceReport(upstream=upstream.name, mode=config.mode.value)
+    report = ConformanceReport(upstream=upstream.name, mode=config.mode.value, redactor=_redactor(policy))
     client = _ClientOut(stdout_fd)
 
     async def write(data: bytes) -> None:
@@ -89,7 +93,7 @@ async def run_gateway(
                 start_reader(stdin_fd).get,
                 write,
                 transport="stdio",
-                checks=_Checks(registry, config, report, max_frame_bytes),
+                checks=_Checks(registry, config, report, max_frame_bytes, policy),
                 stop=stop,
             )
         finally:
@@ -105,11 +109,12 @@ async def run_gateway_unix(
     max_frame_bytes: int,
     runs_dir: Path,
     on_ready: Callable[[], None] = lambda: None,
+    policy: Policy | None = None,
 ) -> int:
     """Clients on a Unix socket: each connection is its own session with its own upstream (a
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
-    report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value)
-    checks = _Checks(registry, config, report, max_frame_bytes)
+    report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value, redactor=_redactor(policy))
+    checks = _Checks(registry, config, report, max_frame_bytes, policy)
     with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -139,13 +144,14 @@ async def _session(
     stop: asyncio.Event,
 ) -> int:
     """One client and one upstream, both directions through the chain, until either side ends."""
-    registry, config, report, max_frame_bytes = checks
+    registry, config, report, max_frame_bytes, policy = checks
     tools = UpstreamTools(registry)
     chain = build_chain(
         relay(report),
         registry=registry,
         tools=tools,
         max_frame_bytes=max_frame_bytes,
+        policy=None if policy is None else policy_stage(policy),
         verdict=verdict(config, report, registry),
         after_check=[track_session(config, report, tools)],
     )
@@ -220,6 +226,10 @@ async def _session(
         status = exit_code if 0 < exit_code < 126 else 1
     log.info("upstream exited with %s", exit_code)
     return status
+
+
+def _redactor(policy: Policy | None) -> Redactor:
+    return policy.redactor if policy is not None else Redactor.build()
 
 
 def _publish(report: ConformanceReport, runs_dir: Path) -> None:

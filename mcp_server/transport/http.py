@@ -25,6 +25,7 @@ from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
 from ..registry import SchemaRegistry
 from ..types import Frame, Handler, Reply, Session
+from .rest import RestFace
 from .signals import stop_on_signals
 
 __all__ = ["HttpOptions", "McpHttpApp", "bind_tcp", "serve_http"]
@@ -66,8 +67,11 @@ def _media_types(value: str) -> list[str]:
 class McpHttpApp:
     """The ASGI application. Sessions live in memory, one ``Session`` per ``Mcp-Session-Id``."""
 
-    def __init__(self, handler: Handler, registry: SchemaRegistry, options: HttpOptions) -> None:
+    def __init__(
+        self, handler: Handler, registry: SchemaRegistry, options: HttpOptions, rest: RestFace | None = None
+    ) -> None:
         self.handler = handler
+        self.rest = rest  # the REST face (/tools, /execute, /health, /approvals), when configured
         self.registry = registry
         self.options = options
         self.allowed = frozenset(_LOOPBACK_HOSTS) | {_host_name(h) for h in options.allowed_hosts}
@@ -83,6 +87,8 @@ class McpHttpApp:
             await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
         elif path == "/mcp":
             await self._mcp(scope, receive, send, headers)
+        elif self.rest is not None and self.rest.serves(path):
+            await self.rest(scope, receive, send, headers)
         elif path == "/health" and scope["method"] == "GET":
             await self._health(send)
         else:
