@@ -325,7 +325,7 @@ def test_a_failing_backend_is_502_upstream_failure(server: Running) -> None:
 def test_a_malformed_execute_request_gets_its_catalogued_status_and_error_object(
     server: Running, content: bytes, content_type: str, member: CanonicalError
 ) -> None:
-    """Issue 6: another content type → 415; missing or malformed fields → 4xx with the error object; unknown tool → 404."""
+    """Issue 6: another content type → 415; missing or malformed fields → 4xx with the error object."""
     response = httpx.post(
         f"{base(server)}/execute", content=content, headers={"Content-Type": content_type}, timeout=TIMEOUT
     )
