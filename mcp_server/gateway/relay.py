@@ -21,7 +21,7 @@ from .config import GatewayConfig, Mode
 from .report import ConformanceReport
 from .tools import UpstreamTools
 
-__all__ = ["POLLUTION", "relay", "track_session", "verdict"]
+__all__ = ["POLLUTION", "emit", "relay", "track_session", "verdict"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -41,7 +41,7 @@ def _tool_of(frame: Frame) -> str | None:
     return tool if isinstance(tool, str) else None
 
 
-def _emit(event: Mapping[str, Any]) -> None:
+def emit(event: Mapping[str, Any]) -> None:
     log.warning("violation %s", jsonio.dumps(event).decode())
 
 
@@ -78,7 +78,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                 report.frame(frame.direction, method if message is not None else "(not json-rpc)")
                 request_id = message.id if message is not None else None
                 if frame.direction is Direction.SERVER_TO_CLIENT and rejection.error in _NOT_JSON_RPC:
-                    _emit(
+                    emit(
                         report.violation(
                             POLLUTION,
                             direction=frame.direction,
@@ -98,7 +98,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                     and rejection.error is not CanonicalError.PAYLOAD_TOO_LARGE
                     and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
                 )
-                _emit(
+                emit(
                     report.violation(
                         rule,
                         direction=frame.direction,
@@ -176,7 +176,7 @@ def _learn_tools(
     assert message is not None
     if config.rule_on("tool_definition_changed"):
         for name, patch in outcome.changed:
-            _emit(
+            emit(
                 report.violation(
                     "tool_definition_changed",
                     direction=frame.direction,
@@ -192,7 +192,7 @@ def _learn_tools(
     dropped = set()
     for name, why in outcome.invalid:
         enforce = config.mode_for(frame.direction, name) is Mode.ENFORCE
-        _emit(
+        emit(
             report.violation(
                 "invalid_tool_schema",
                 direction=frame.direction,

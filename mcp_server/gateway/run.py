@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from .. import jsonio
 from ..chain import build_chain
 from ..error_boundary import render_rejection
 from ..errors import CanonicalError, Rejection
@@ -30,9 +31,10 @@ from ..transport.ndjson import LineSplitter
 from ..transport.signals import stop_on_signals
 from ..transport.stdio import start_reader
 from ..transport.unix_socket import accept_until_stopped, chunks_of
-from ..types import Direction, Frame, Message, MessageKind, Reply, Session
+from ..types import Direction, Frame, Message, MessageKind, Reply, RequestId, Session
 from .config import GatewayConfig
-from .relay import relay, track_session, verdict
+from .deadlines import CallDeadlines
+from .relay import emit, relay, track_session, verdict
 from .report import ConformanceReport, render_table
 from .tools import UpstreamTools
 from .upstream import Upstream
@@ -166,6 +168,47 @@ async def _session(
         else:
             await write(reply.to_bytes())
 
+    expiries: set[asyncio.Task[None]] = set()
+
+    async def expire(request_id: RequestId, tool: str) -> None:
+        """Past the tool's timeout: the upstream is told to stop, the client gets a retryable error."""
+        session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+        session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "timeout"},
+        }
+        with contextlib.suppress(ConnectionError, OSError):
+            await upstream.send(jsonio.dumps(cancel), cancel)
+        emit(
+            report.violation(
+                CanonicalError.TOOL_TIMEOUT.slug,
+                direction=Direction.SERVER_TO_CLIENT,
+                method="tools/call",
+                tool=tool,
+                request_id=request_id,
+                action="cancelled",
+            )
+        )
+        stand_in = Frame(
+            raw=b"",
+            transport=transport,
+            session=session,
+            message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
+            version=session.protocol_version,
+        )
+        timeout = Rejection(CanonicalError.TOOL_TIMEOUT, extra={"retryable": True}, frame=stand_in)
+        with contextlib.suppress(ConnectionError, OSError):
+            await deliver(render_rejection(timeout, stand_in, registry), towards_upstream=False)
+
+    def on_expire(request_id: RequestId, tool: str) -> None:
+        task = asyncio.ensure_future(expire(request_id, tool))
+        expiries.add(task)
+        task.add_done_callback(expiries.discard)
+
+    deadlines = None if policy is None else CallDeadlines(policy, on_expire)
+
     async def from_client() -> None:
         splitter = LineSplitter(max_frame_bytes)
         while True:
@@ -175,19 +218,27 @@ async def _session(
                     raw=raw, size=size, transport=transport, session=session, direction=Direction.CLIENT_TO_SERVER
                 )
                 reply = await chain(frame)
-                await deliver(reply, towards_upstream=reply is not None and reply.to_peer)
+                towards_upstream = reply is not None and reply.to_peer
+                if towards_upstream and deadlines is not None and reply is not None:
+                    deadlines.start(reply.document)
+                await deliver(reply, towards_upstream=towards_upstream)
             if not chunk:
                 return
 
     async def from_upstream() -> None:
         async for raw, size in upstream.frames():
+            if deadlines is not None and deadlines.is_late(raw):
+                continue  # the client was already told this call timed out
             frame = Frame(
                 raw=raw, size=size, transport="upstream", session=session, direction=Direction.SERVER_TO_CLIENT
             )
             reply = await chain(frame)
             if session.protocol_version is not None and hasattr(upstream, "note_version"):
                 upstream.note_version(session.protocol_version)
-            await deliver(reply, towards_upstream=reply is None or not reply.to_peer)
+            towards_upstream = reply is None or not reply.to_peer
+            if not towards_upstream and deadlines is not None and reply is not None:
+                deadlines.answered(reply.document)
+            await deliver(reply, towards_upstream=towards_upstream)
 
     client_task = asyncio.ensure_future(from_client())
     upstream_task = asyncio.ensure_future(from_upstream())
@@ -219,7 +270,9 @@ async def _session(
                 await deliver(rendered, towards_upstream=False)
         session.pending.clear()
         status = 1
-    for task in (client_task, upstream_task, stopping):
+    if deadlines is not None:
+        deadlines.close()
+    for task in (client_task, upstream_task, stopping, *expiries):
         task.cancel()
     exit_code = await upstream.close()
     if status and exit_code:
