@@ -251,7 +251,12 @@ class RestFace:
             checks["upstream"] = await _reachable(self.upstream_url)
         healthy = all(check["ok"] for check in checks.values())
         status = 200 if healthy else CanonicalError.DEPENDENCY_UNAVAILABLE.http_status
-        return _Reply(status=status, document={"status": "ok" if healthy else "degraded", "checks": checks})
+        document = {
+            "status": "ok" if healthy else "degraded",
+            "versions": list(self.registry.versions),
+            "checks": checks,
+        }
+        return _Reply(status=status, document=document)
 
 
 def _request_id(request_id: str) -> tuple[tuple[bytes, bytes], ...]:
