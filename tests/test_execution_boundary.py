@@ -477,3 +477,54 @@ def test_no_secret_used_in_these_tests_appears_in_any_log_line(server: Running) 
     ]
     assert echoed and all(r["redaction_applied"] is True and "[REDACTED]" in r["endpoint"] for r in echoed)
     assert {r["error_class"] for r in records} >= {"policy_denied", "tool_timeout", "upstream_failure"}
+
+
+def one_tool(**changes: Any) -> dict[str, Any]:
+    entry = catalogue(1)["tools"][0] | changes
+    return {"tools": [entry]}
+
+
+@pytest.mark.parametrize(
+    ("document", "env", "fragment"),
+    [
+        (one_tool(), {"ECHO_KEY": API_KEY}, "MCP_EXECUTION_BASE_URL must be set"),
+        (one_tool(), {"ECHO_KEY": API_KEY, "MCP_EXECUTION_BASE_URL": "ftp://x"}, "MCP_EXECUTION_BASE_URL must be"),
+        (one_tool(), {"MCP_EXECUTION_BASE_URL": "http://127.0.0.1:9"}, "ECHO_KEY is not set"),
+        (one_tool(method="TRACE"), {"MCP_EXECUTION_BASE_URL": "http://127.0.0.1:9"}, "at /tools/0/method"),
+        (one_tool(name="validate_asset"), {"ECHO_KEY": "k", "MCP_EXECUTION_BASE_URL": "http://h"}, "built-in"),
+        (
+            one_tool(args={"type": "nonsense"}),
+            {"ECHO_KEY": "k", "MCP_EXECUTION_BASE_URL": "http://h"},
+            "/tools/0/args",
+        ),
+        (one_tool(), {"ECHO_KEY": "k", "MCP_EXECUTION_BASE_URL": "http://h", "MCP_APPROVER_TOKEN": "short"}, "TOKEN"),
+    ],
+)
+def test_bad_catalogue_files_and_environment_values_exit_2(
+    tmp_path: Path, document: dict[str, Any], env: dict[str, str], fragment: str
+) -> None:
+    """Issue 6: every bad input is refused at start-up with exit 2 and a clear error."""
+    (tmp_path / "tools.json").write_text(json.dumps(document))
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "serve", "--tools", str(tmp_path / "tools.json")],
+        capture_output=True,
+        env=server_env(tmp_path, **env),
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 2
+    line = result.stderr.decode()
+    assert "mcp:error reason=setup_failed" in line and fragment in line
+
+
+def test_the_policy_file_may_come_from_the_environment(tmp_path: Path) -> None:
+    """Issue 6: `--policy FILE` or MCP_POLICY_FILE; a bad one exits 2."""
+    (tmp_path / "policy.json").write_text('{"limits": {"client_to_server_bytes": "big"}}')
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "serve"],
+        capture_output=True,
+        env=server_env(tmp_path, MCP_POLICY_FILE=str(tmp_path / "policy.json")),
+        stdin=subprocess.DEVNULL,
+        timeout=TIMEOUT,
+    )
+    assert result.returncode == 2 and "at /limits/client_to_server_bytes" in result.stderr.decode()
