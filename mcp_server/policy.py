@@ -285,7 +285,9 @@ def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset()) 
 
 def _check_call(policy: Policy, tool: str, arguments: Any, frame: Frame) -> None:
     rule = policy.rule_for(tool)
-    size = len(jsonio.dumps(arguments)) if rule.max_argument_bytes is not None else 0
+    limit = rule.max_argument_bytes
+    # The arguments are measured only when the whole frame could be over the tool's limit.
+    size = len(jsonio.dumps(arguments)) if limit is not None and len(frame.raw) > limit else 0
     try:
         policy.check_call(tool, size)
     except Rejection as rejection:
