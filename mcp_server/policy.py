@@ -243,11 +243,12 @@ def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
     return Policy.from_document(document)
 
 
-def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset()) -> CheckStage:
+def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset(), can_hold: bool = True) -> CheckStage:
     """Stage 4: size per direction, method allow/deny, tool allow/deny and argument size.
 
     ``tool_methods`` are tools a server also answers as methods of their own name; the tool
-    rules govern those calls too.
+    rules govern those calls too. Without ``can_hold`` (nothing behind the stage can hold a call
+    for approval) a call whose tool needs approval is denied: it fails closed.
     """
     max_bytes = policy.max_bytes
     inbound = max_bytes.get("client_to_server")
@@ -276,6 +277,8 @@ def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset()) 
             name = params.get("name")
             if isinstance(name, str):
                 _check_call(policy, name, params.get("arguments"), frame)
+                if not can_hold and policy.rule_for(name).approval:
+                    raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable", frame=frame)
         elif method in tool_methods:
             _check_call(policy, method, message.params, frame)
         return frame

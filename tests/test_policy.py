@@ -168,3 +168,61 @@ def test_a_served_timeout_is_a_retryable_catalogued_error(registry: SchemaRegist
     )
     assert reply["error"]["code"] == CanonicalError.TOOL_TIMEOUT.mcp_code
     assert reply["error"]["data"]["retryable"] is True
+
+
+def test_a_gateway_stage_that_cannot_hold_a_call_denies_one_that_needs_approval() -> None:
+    """Issue 6: approval is never silently skipped; where no approver can be reached the call is denied."""
+    policy = Policy.from_document(DOCUMENT)
+    assert reason_of(policy_stage(policy, can_hold=False).check, frame("tools/call", {"name": "read_file"})) == (
+        "approval_unavailable"
+    )
+    assert reason_of(policy_stage(policy).check, frame("tools/call", {"name": "read_file"})) is None
+
+
+def test_results_are_sanitised_only_when_the_policy_says_so(registry: SchemaRegistry) -> None:
+    """Issue 6: forwarded payloads are untouched unless the policy says to sanitise results."""
+    from mcp_server.tools import Tool
+
+    async def leak(arguments: Any, context: Any) -> dict[str, Any]:
+        return {"ok": True, "patch": [{"op": "add", "path": "/to", "value": "carol@example.com"}]}
+
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "diff_assets", "arguments": {"base": 1, "new": 2}},
+    }
+    tools = ToolSet([Tool(name="diff_assets", title="t", description="d", run=leak)], registry)
+    for sanitise, expected in ((False, "carol@example.com"), (True, "[REDACTED]")):
+        policy = Policy.from_document({"redaction": {"sanitise_results": sanitise}})
+        _, reply = exchange(
+            build_server(registry, tools, Settings(), policy=policy), [initialize_frame("2025-11-25"), call]
+        )
+        assert reply["result"]["structuredContent"]["patch"][0]["value"] == expected
+
+
+def test_populate_backend_outside_the_outbound_allowlist_is_denied_and_sends_nothing(registry: SchemaRegistry) -> None:
+    """Issue 6: the outbound allowlist governs populate_backend."""
+    from mcp_server.tools.catalog import builtin_tools
+
+    from .http_backend import http_backend
+
+    with http_backend() as backend:
+        env = {"SYN_BACKEND_URL": backend.url.replace("127.0.0.1", "localhost")}
+        policy = Policy.from_document({"outbound": {"domains": ["127.0.0.1"]}})
+        tools = ToolSet(builtin_tools(env, registry, policy=policy), registry)
+        handler = build_server(registry, tools, Settings(), policy=policy)
+        [reply] = exchange(
+            handler,
+            [
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "populate_backend",
+                    "params": {"asset": {}, "validate_first": False},
+                }
+            ],
+        )
+        assert reply["error"]["code"] == CanonicalError.POLICY_DENIED.mcp_code
+        assert reply["error"]["data"]["policy_violation"] is True
+        assert backend.received == []

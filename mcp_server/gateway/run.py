@@ -153,7 +153,7 @@ async def _session(
         registry=registry,
         tools=tools,
         max_frame_bytes=max_frame_bytes,
-        policy=None if policy is None else policy_stage(policy),
+        policy=None if policy is None else policy_stage(policy, can_hold=False),  # no approver here yet
         verdict=verdict(config, report, registry),
         after_check=[track_session(config, report, tools)],
     )
