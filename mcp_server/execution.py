@@ -124,7 +124,9 @@ class ExecutionGate:
                 [{"path": "", "msg": "tool_timeout"}],
                 extra={"retryable": True, "timeout_seconds": timeout},
             ) from None
-        policy.check_result(tool, len(jsonio.dumps(result)))
+        size = len(jsonio.dumps(result))
+        policy.check_result(tool, size)
+        policy.check_size("server_to_client", size)  # the result is most of the reply to the client
         if policy.sanitise_results:
             result = policy.redactor.redact(result)[0]
         return result

@@ -205,6 +205,12 @@ class Policy:
         if limit is not None and result_bytes > limit:
             raise denial(CanonicalError.POLICY_DENIED, "/result", "result_too_large")
 
+    def check_size(self, direction: str, size: int) -> None:
+        """A payload outside the chain (``/execute``) within the policy's size for ``direction``."""
+        limit = self.max_bytes.get(direction)
+        if limit is not None and size > limit:
+            raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", limit=limit)
+
     def check_limits(self, max_frame_bytes: int) -> None:
         """Every size the policy sets lies under the global frame limit (or ``SetupError``)."""
         sizes = [*self.max_bytes.values()]

@@ -43,6 +43,7 @@ methods = ["GET", "POST"]
 
 [limits]
 client_to_server_bytes = 20000
+server_to_client_bytes = 30000
 
 [approval]
 deadline_seconds = 4
@@ -255,11 +256,21 @@ def test_a_denied_built_in_tool_is_refused_as_a_method_and_as_tools_call(server:
     assert direct.json()["error"]["code"] == CanonicalError.POLICY_DENIED.mcp_code
 
 
-def test_a_frame_over_the_policy_size_for_its_direction_is_denied(server: Running) -> None:
-    """Issue 6: maximum payload size per direction, under the global frame limit."""
+def test_a_payload_over_the_policy_size_for_its_direction_is_denied(server: Running, backend: Backend) -> None:
+    """Issue 6: maximum payload size per direction, under the global frame limit; /execute alike."""
+    backend.received.clear()
     reply = mcp_call(server, "echo", {"item": "x" * 30_000})
     assert reply["error"]["data"]["errors"][0]["msg"] == "payload_too_large"
     assert reply["error"]["data"]["policy_violation"] is True
+    response = execute(server, "echo", {"item": "x", "note": "y" * 30_000})
+    assert response.status_code == CanonicalError.POLICY_DENIED.http_status
+    assert response.json()["error"]["details"][0]["msg"] == "payload_too_large"
+    assert backend.received == []
+    # 15 kB each way: within the 20 kB inbound limit, but the echoed result is over the 30 kB outbound one.
+    both = {"item": "x", "note": "y" * 15_000, "more": "z" * 15_000}
+    assert execute(server, "echo", both).json()["error"]["details"][0]["msg"] == "payload_too_large"
+    assert mcp_call(server, "echo", both)["error"]["data"]["errors"][0]["msg"] == "payload_too_large"
+    assert execute(server, "echo", {"item": "x", "note": "y" * 10_000}).json()["status"] == "success"
 
 
 def test_a_redirect_to_a_domain_outside_the_allowlist_is_refused(server: Running, backend: Backend) -> None:
@@ -475,7 +486,9 @@ def test_no_secret_used_in_these_tests_appears_in_any_log_line(server: Running) 
     echoed = [
         r for r in records if r["tool_id"] == "echo" and r["session_id"] == "agent-7" and r["error_class"] is None
     ]
-    assert echoed and all(r["redaction_applied"] is True and "[REDACTED]" in r["endpoint"] for r in echoed)
+    redacted = [r for r in echoed if r["redaction_applied"]]  # the calls with a secret in the path
+    assert len(redacted) >= 2 and all("[REDACTED]" in r["endpoint"] for r in redacted)
+    assert all("[REDACTED]" not in r["endpoint"] for r in echoed if not r["redaction_applied"])
     assert {r["error_class"] for r in records} >= {"policy_denied", "tool_timeout", "upstream_failure"}
 
 

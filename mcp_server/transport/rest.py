@@ -132,6 +132,7 @@ class RestFace:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
+        self.gate.policy.check_size("client_to_server", size)
         try:
             document = jsonio.loads(b"".join(chunks))
         except jsonio.JSONSyntaxError:
