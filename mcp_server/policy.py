@@ -21,7 +21,7 @@ from .redaction import Redactor
 from .registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
 from .settings import SetupError
 from .stage import CheckStage
-from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, Frame
+from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
@@ -260,21 +260,24 @@ def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset(), 
     inbound = max_bytes.get("client_to_server")
     outbound = max_bytes.get("server_to_client")
     method_denial = policy.method_denial
+    result_limits = any(rule.max_result_bytes is not None for _, rule in policy.tool_rules)
 
     def check(frame: Frame) -> Frame:
         limit = inbound if frame.direction is CLIENT_TO_SERVER else outbound
         if limit is not None:
             size = frame.size if frame.size is not None else len(frame.raw)
             if size > limit:
-                raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", frame=frame, limit=limit)
+                raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", frame=_answered(frame), limit=limit)
         message = frame.message
-        if (
-            message is None
-            or message.method is None
-            or (message.kind is not REQUEST and message.kind is not NOTIFICATION)
-        ):
+        if message is None:
+            return frame
+        if message.kind is not REQUEST and message.kind is not NOTIFICATION:
+            if result_limits and message.id is not None:
+                _check_result(policy, frame)
             return frame
         method = message.method
+        if method is None:
+            return frame
         reason = method_denial(method)
         if reason is not None:
             raise denial(CanonicalError.POLICY_DENIED, "/method", reason, frame=frame)
@@ -301,3 +304,34 @@ def _check_call(policy: Policy, tool: str, arguments: Any, frame: Frame) -> None
         policy.check_call(tool, size)
     except Rejection as rejection:
         raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=frame) from None
+
+
+def _request_key(frame: Frame) -> tuple[Direction, RequestId] | None:
+    """The key of the request a response answers (it went the other way)."""
+    message = frame.message
+    if message is None or message.id is None or message.kind is REQUEST or message.kind is NOTIFICATION:
+        return None
+    return (SERVER_TO_CLIENT if frame.direction is CLIENT_TO_SERVER else CLIENT_TO_SERVER), message.id
+
+
+def _answered(frame: Frame) -> Frame:
+    """A denied response names the request it answered (and settles it): a gateway can then answer
+    that request in its place. Other frames are returned as they are."""
+    key = _request_key(frame)
+    if key is None or frame.message is None:
+        return frame
+    method = frame.session.pending.pop(key, None)
+    frame.session.pending_tools.pop(key, None)
+    return frame.evolve(message=frame.message._replace(method=method))
+
+
+def _check_result(policy: Policy, frame: Frame) -> None:
+    """A tool's result within the tool's ``max_result_bytes`` (a gateway sees results as frames)."""
+    key = _request_key(frame)
+    tool = frame.session.pending_tools.get(key) if key is not None else None
+    if tool is None:
+        return
+    limit = policy.rule_for(tool).max_result_bytes
+    size = frame.size if frame.size is not None else len(frame.raw)
+    if limit is not None and size > limit:
+        raise denial(CanonicalError.POLICY_DENIED, "/result", "result_too_large", frame=_answered(frame))

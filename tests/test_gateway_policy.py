@@ -23,6 +23,10 @@ deny = ["die"]
 [[tool]]
 match = "hang"
 timeout_seconds = 0.5
+
+[[tool]]
+match = "strict"
+max_result_bytes = 20
 """
 
 
@@ -45,13 +49,19 @@ def test_the_gateway_denies_by_method_and_tool_times_out_and_redacts(tmp_path: P
     hung = peer.call({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "hang", "arguments": {}}})
     assert hung["id"] == 4 and hung["error"]["code"] == CanonicalError.TOOL_TIMEOUT.mcp_code
     assert hung["error"]["data"]["retryable"] is True
+    big = peer.call(
+        {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "strict", "arguments": {"n": 1}}}
+    )
+    assert big["id"] == 6 and big["error"]["code"] == CanonicalError.POLICY_DENIED.mcp_code
+    assert big["error"]["data"]["errors"] == [{"path": "/result", "msg": "result_too_large"}]
+    assert big["error"]["data"]["policy_violation"] is True
     fine = peer.call({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "junk", "arguments": {}}})
     assert fine["result"]["content"][0]["text"] == "ok"  # the upstream is alive: `die` never reached it
     status, stderr = peer.finish()
     assert status == 0, stderr
     assert 'cancelled {"requestId": 4, "reason": "timeout"}' in stderr
     report = report_of(tmp_path)
-    assert report["violations"]["policy_denied"] == 2 and report["violations"]["tool_timeout"] == 1
+    assert report["violations"]["policy_denied"] == 3 and report["violations"]["tool_timeout"] == 1
     written = "".join(path.read_text() for path in (tmp_path / "runs").rglob("*.json"))
     assert SECRET not in stderr and SECRET not in written
     assert "[REDACTED]" in report["upstream"]

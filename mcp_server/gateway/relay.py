@@ -121,13 +121,15 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                 ):
                     # The client still waits for this id: it gets an error naming the violation instead.
                     member = (
-                        CanonicalError.INVALID_TOOL_OUTPUT
+                        rejection.error
                         if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT
+                        or rejection.extra.get("policy_violation")  # a reply the policy refused, said as such
                         else CanonicalError.UPSTREAM_INVALID_REPLY
                     )
                     stand_in = seen.evolve(message=Message(kind=MessageKind.REQUEST, id=request_id, method=method))
+                    extra = {**rejection.extra, "rule": rule}
                     rendered = render_rejection(
-                        Rejection(member, rejection.errors, extra={"rule": rule}, frame=stand_in), stand_in, registry
+                        Rejection(member, rejection.errors, extra=extra, frame=stand_in), stand_in, registry
                     )
                     return None if rendered is None else replace(rendered, to_peer=True)
                 raise
