@@ -218,7 +218,12 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     def new_upstream() -> Upstream:
         if args.upstream:
             return HttpUpstream(args.upstream, max_frame_bytes=settings.max_frame_bytes)
-        return StdioUpstream(command, max_frame_bytes=settings.max_frame_bytes, grace_seconds=config.grace_seconds)
+        return StdioUpstream(
+            command,
+            max_frame_bytes=settings.max_frame_bytes,
+            grace_seconds=config.grace_seconds,
+            redactor=boundary.policy.redactor,
+        )
 
     upstream = new_upstream()
     runs_dir = Path(environ.get("MCP_RUNS_DIR") or "runs")

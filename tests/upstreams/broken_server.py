@@ -46,7 +46,7 @@ for line in sys.stdin:
     request = json.loads(line)
     method, rid = request.get("method"), request.get("id")
     if method == "notifications/cancelled":
-        sys.stderr.write(f"cancelled {json.dumps(request['params'])}\n")
+        sys.stderr.write(f"cancelled {json.dumps(request['params'])} (started with {' '.join(sys.argv[1:])})\n")
         sys.stderr.flush()
     if rid is None:
         continue
