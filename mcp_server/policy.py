@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from .redaction import Redactor
 from .registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
 from .settings import SetupError
 from .stage import CheckStage
-from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId
+from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId, Session
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
@@ -249,12 +249,15 @@ def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
     return Policy.from_document(document)
 
 
-def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset(), can_hold: bool = True) -> CheckStage:
+def policy_stage(
+    policy: Policy, *, tool_methods: frozenset[str] = frozenset(), can_hold: Callable[[Session], bool] | None = None
+) -> CheckStage:
     """Stage 4: size per direction, method allow/deny, tool allow/deny and argument size.
 
     ``tool_methods`` are tools a server also answers as methods of their own name; the tool
-    rules govern those calls too. Without ``can_hold`` (nothing behind the stage can hold a call
-    for approval) a call whose tool needs approval is denied: it fails closed.
+    rules govern those calls too. ``can_hold(session)`` says whether something behind the stage
+    can hold a call of that session for approval (default: yes); where it cannot, a call whose
+    tool needs approval is denied: approval fails closed.
     """
     max_bytes = policy.max_bytes
     inbound = max_bytes.get("client_to_server")
@@ -286,7 +289,7 @@ def policy_stage(policy: Policy, *, tool_methods: frozenset[str] = frozenset(), 
             name = params.get("name")
             if isinstance(name, str):
                 _check_call(policy, name, params.get("arguments"), frame)
-                if not can_hold and policy.rule_for(name).approval:
+                if can_hold is not None and policy.rule_for(name).approval and not can_hold(frame.session):
                     raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable", frame=frame)
         elif method in tool_methods:
             _check_call(policy, method, message.params, frame)

@@ -140,13 +140,18 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
 
 
 def track_session(config: GatewayConfig, report: ConformanceReport, tools: UpstreamTools) -> Middleware:
-    """After the schema check: commit the negotiated version, learn and pin the upstream's tools."""
+    """After the schema check: commit the negotiated version and the client's capabilities, learn
+    and pin the upstream's tools."""
 
     def middleware(next_handler: Handler) -> Handler:
         async def handle(frame: Frame) -> Reply | None:
             message = frame.message
             assert message is not None
             session = frame.session
+            if message.method == "initialize" and message.kind is MessageKind.REQUEST and message.params:
+                # What the client can do (elicitation, for approvals the gateway asks it for).
+                capabilities = message.params.get("capabilities")
+                session.client_capabilities = capabilities if isinstance(capabilities, Mapping) else None
             if message.kind is MessageKind.REQUEST and session.protocol_version is not None:
                 meta = (message.params or {}).get("_meta") if isinstance(message.params, Mapping) else None
                 stated = meta.get(PROTOCOL_VERSION_META) if isinstance(meta, Mapping) else None

@@ -15,14 +15,16 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .. import jsonio
+from ..approvals import ApprovalBook
 from ..chain import build_chain
 from ..error_boundary import render_rejection
 from ..errors import CanonicalError, Rejection
+from ..peer import PeerChannel
 from ..policy import Policy, policy_stage
 from ..redaction import Redactor
 from ..registry import SchemaRegistry
@@ -153,7 +155,7 @@ async def _session(
         registry=registry,
         tools=tools,
         max_frame_bytes=max_frame_bytes,
-        policy=None if policy is None else policy_stage(policy, can_hold=False),  # no approver here yet
+        policy=None if policy is None else policy_stage(policy, can_hold=_can_elicit),
         verdict=verdict(config, report, registry),
         after_check=[track_session(config, report, tools)],
     )
@@ -208,22 +210,82 @@ async def _session(
         task.add_done_callback(expiries.discard)
 
     deadlines = None if policy is None else CallDeadlines(policy, on_expire)
+    splitter = LineSplitter(max_frame_bytes)
+    ended = False
+
+    async def pump() -> bool:
+        """Read and handle one more chunk from the client; ``False`` at end of input."""
+        nonlocal ended
+        chunk = await next_chunk()
+        ended = not chunk
+        for raw, size in splitter.feed(chunk) if chunk else splitter.close():
+            frame = Frame(
+                raw=raw, size=size, transport=transport, session=session, direction=Direction.CLIENT_TO_SERVER
+            )
+            reply = await chain(frame)
+            if reply is None or not reply.to_peer:
+                await deliver(reply, towards_upstream=False)
+            elif not _answers_gateway(peer, reply.document):
+                await to_upstream(reply)
+        return not ended
+
+    peer = PeerChannel(write, pump)
+    approvals = (
+        None
+        if policy is None
+        else ApprovalBook(deadline_seconds=policy.approval_deadline_seconds, redactor=policy.redactor)
+    )
+
+    async def to_upstream(reply: Reply) -> None:
+        """A checked client frame goes on; a tool call that needs approval waits for it first."""
+        document = reply.document
+        if policy is not None and approvals is not None and _is_tool_call(document):
+            assert document is not None
+            params = document["params"]
+            if policy.rule_for(params["name"]).approval and not await _approved(document, approvals):
+                return
+        if deadlines is not None:
+            deadlines.start(document)
+        await deliver(reply, towards_upstream=True)
+
+    async def _approved(document: Mapping[str, Any], book: ApprovalBook) -> bool:
+        """Ask the client's user (elicitation); on a refusal answer the client in the upstream's place."""
+        request_id, params = document["id"], document["params"]
+        arguments = params.get("arguments", {})
+        pending = book.hold(params["name"], arguments, session.id)
+        asked = asyncio.ensure_future(
+            peer.elicit_approval(session)(params["name"], pending.arguments, pending.arguments_sha256)
+        )
+        try:
+            await book.wait(pending, also=asked)
+        except Rejection as refusal:
+            session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+            session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+            emit(
+                report.violation(
+                    refusal.error.slug,
+                    direction=Direction.CLIENT_TO_SERVER,
+                    method="tools/call",
+                    tool=params["name"],
+                    request_id=request_id,
+                    action="enforced",
+                )
+            )
+            stand_in = Frame(
+                raw=b"",
+                transport=transport,
+                session=session,
+                message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
+                version=session.protocol_version,
+            )
+            answer = Rejection(refusal.error, refusal.errors, extra=refusal.extra, frame=stand_in)
+            await deliver(render_rejection(answer, stand_in, registry), towards_upstream=False)
+            return False
+        return True
 
     async def from_client() -> None:
-        splitter = LineSplitter(max_frame_bytes)
-        while True:
-            chunk = await next_chunk()
-            for raw, size in splitter.feed(chunk) if chunk else splitter.close():
-                frame = Frame(
-                    raw=raw, size=size, transport=transport, session=session, direction=Direction.CLIENT_TO_SERVER
-                )
-                reply = await chain(frame)
-                towards_upstream = reply is not None and reply.to_peer
-                if towards_upstream and deadlines is not None and reply is not None:
-                    deadlines.start(reply.document)
-                await deliver(reply, towards_upstream=towards_upstream)
-            if not chunk:
-                return
+        while not ended and await pump():
+            pass
 
     async def from_upstream() -> None:
         async for raw, size in upstream.frames():
@@ -279,6 +341,23 @@ async def _session(
         status = exit_code if 0 < exit_code < 126 else 1
     log.info("upstream exited with %s", exit_code)
     return status
+
+
+def _can_elicit(session: Session) -> bool:
+    """Whether the gateway can ask this session's client to approve a call (it declared elicitation)."""
+    return "elicitation" in (session.client_capabilities or {})
+
+
+def _is_tool_call(document: Mapping[str, Any] | None) -> bool:
+    if document is None or document.get("method") != "tools/call" or "id" not in document:
+        return False
+    params = document.get("params")
+    return isinstance(params, Mapping) and isinstance(params.get("name"), str)
+
+
+def _answers_gateway(peer: PeerChannel, document: Mapping[str, Any] | None) -> bool:
+    """A client's reply to the gateway's own request (an elicitation): it goes no further."""
+    return document is not None and "method" not in document and peer.deliver(document.get("id"), document)
 
 
 def _redactor(policy: Policy | None) -> Redactor:
