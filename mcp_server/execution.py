@@ -108,7 +108,8 @@ class ExecutionGate:
     ) -> dict[str, Any]:
         """The tool's result, or ``Rejection`` (policy, approval, TOOL_TIMEOUT, or the tool's own)."""
         policy = self.policy
-        rule = policy.check_call(tool, len(jsonio.dumps(arguments)))
+        limit = policy.rule_for(tool).max_argument_bytes
+        rule = policy.check_call(tool, len(jsonio.dumps(arguments)) if limit is not None else 0)
         if rule.approval or approval:
             pending = self.approvals.hold(tool, arguments, trace.session_id)
             asked: asyncio.Future[bool] | None = None
@@ -117,16 +118,18 @@ class ExecutionGate:
             await self.approvals.wait(pending, also=asked)
         timeout = rule.timeout_seconds if timeout_seconds is None else min(timeout_seconds, rule.timeout_seconds)
         try:
-            result = await asyncio.wait_for(call(), timeout)
+            async with asyncio.timeout(timeout):  # no task of its own: a timer on this one
+                result = await call()
         except TimeoutError:
             raise Rejection(
                 CanonicalError.TOOL_TIMEOUT,
                 [{"path": "", "msg": "tool_timeout"}],
                 extra={"retryable": True, "timeout_seconds": timeout},
             ) from None
-        size = len(jsonio.dumps(result))
-        policy.check_result(tool, size)
-        policy.check_size("server_to_client", size)  # the result is most of the reply to the client
+        if rule.max_result_bytes is not None or "server_to_client" in policy.max_bytes:
+            size = len(jsonio.dumps(result))
+            policy.check_result(tool, size)
+            policy.check_size("server_to_client", size)  # the result is most of the reply to the client
         if policy.sanitise_results:
             result = policy.redactor.redact(result)[0]
         return result
