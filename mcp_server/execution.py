@@ -1,8 +1,7 @@
 """The execution boundary: policy, approval and timeout around every tool run, and its records.
 
-Used by `serve`'s ``tools/call`` (and a tool called as its own method) and by ``POST /execute``
-alike. The default sink writes each execution record, redacted, as one JSON line on the
-``mcp_server.execution`` logger; it never writes the forwarded payload itself.
+One gate for `serve`'s tool calls and ``POST /execute``. Records go to a sink (default: one
+redacted JSON line on the ``mcp_server.execution`` logger); no payload is ever written.
 """
 
 from __future__ import annotations

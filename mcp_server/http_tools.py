@@ -1,8 +1,7 @@
 """The tool registry of HTTP-backed tools, and the executor that makes their outbound calls.
 
-Every hop of a call (redirects included) is checked against the policy and the tool's own
-allowed methods and domains before it is sent. Credentials go out as a header and never into a
-record or a log. One pooled httpx client per executor (connection reuse).
+Every hop (redirects too) is checked against the policy and the tool's lists before it is sent;
+credentials go out as a header, never into a record or a log. One pooled httpx client.
 """
 
 from __future__ import annotations
