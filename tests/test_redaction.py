@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcp_server import jsonio
 from mcp_server.redaction import MASK, Redactor
 
 
@@ -41,3 +47,30 @@ def test_nothing_to_hide_says_so() -> None:
     """Issue 6: every log event says whether redaction was applied."""
     assert Redactor.build().redact({"a": [1, "plain text"], "b": None}) == ({"a": [1, "plain text"], "b": None}, False)
     assert Redactor.build(pointers=["/missing/0"]).redact({"a": 1}) == ({"a": 1}, False)
+
+
+JSON_LEAVES = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20)
+SECRETS = st.sampled_from(
+    [
+        "Bearer abc.DEF-123_x",
+        "sk_test_abcdefghijklmnop",
+        "dora@example.net",
+        "password=hunter22",
+        "AKIA0123456789ABCDEF",
+    ]
+)
+
+
+@given(
+    document=st.recursive(
+        JSON_LEAVES, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    secret=SECRETS,
+    prefix=st.text(alphabet=" ,;:()[]{}'\n", max_size=3),
+)
+def test_a_secret_anywhere_in_a_document_never_survives_redaction(document: Any, secret: str, prefix: str) -> None:
+    """Issue 6: secret patterns are replaced wherever they appear, at any depth, in any company."""
+    carrier = {"items": [document, {"note": prefix + secret + prefix}]}
+    redacted, applied = Redactor.build().redact(carrier)
+    assert applied is True
+    assert secret.split("=")[-1].split(" ")[-1] not in jsonio.dumps(redacted).decode()
