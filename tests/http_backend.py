@@ -31,6 +31,8 @@ def http_backend() -> Iterator[Backend]:
     state = Backend()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: a client may reuse its connection
+
         def _answer(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             parts = urlsplit(self.path)
@@ -40,6 +42,7 @@ def http_backend() -> Iterator[Backend]:
                 "query": {k: v[0] for k, v in parse_qs(parts.query).items()},
                 "headers": {k.lower(): v for k, v in self.headers.items()},
                 "body": json.loads(body) if body else None,
+                "client_port": self.client_address[1],
             }
             state.received.append(seen)
             if parts.path == "/slow":

@@ -179,6 +179,14 @@ def test_execute_calls_the_backend_with_the_credential_header_and_answers_succes
     assert seen["headers"]["x-api-key"] == API_KEY and seen["body"] == {"note": "hi"}
 
 
+def test_outbound_calls_reuse_one_connection(server: Running, backend: Backend) -> None:
+    """Issue 6: outbound calls use httpx with connection reuse."""
+    backend.received.clear()
+    for _ in range(3):
+        assert execute(server, "get_echo", {"item": "x"}).status_code == 200
+    assert len({seen["client_port"] for seen in backend.received}) == 1
+
+
 def test_the_same_tool_through_mcp_tools_call_reaches_the_backend(server: Running, backend: Backend) -> None:
     """Issue 6: catalogue tools are callable through tools/call."""
     backend.received.clear()
