@@ -1,8 +1,8 @@
 """What the policy stage costs per frame (issue 6): the in-process chain with a 100-rule policy
 against the same chain without one, in the same run, over the seeded corpus of bench_spine.
 
-Prints the p50 per frame of each, the p50 added in µs and the ratio; medians of repeats,
-the two chains interleaved. Usage: python bench/bench_policy.py [--quick] [--json]
+Prints the p50 per frame of each, the p50 added in µs and the ratio; medians of repeats. The two
+chains take the frames in turn, so both see the same machine load. Usage: [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from corpus import VERSION, build  # noqa: E402
 from mcp_server.chain import build_chain  # noqa: E402
 from mcp_server.policy import Policy, policy_stage  # noqa: E402
 from mcp_server.registry import SchemaRegistry  # noqa: E402
-from mcp_server.types import Direction, Frame, Reply, Session  # noqa: E402
+from mcp_server.types import Direction, Frame, Handler, Reply, Session  # noqa: E402
 
 
 def hundred_rules() -> Policy:
@@ -42,7 +42,7 @@ def hundred_rules() -> Policy:
     return policy
 
 
-def run(frames: list, tools: list[dict], registry: SchemaRegistry, policy: Policy | None) -> list[float]:
+def terminal_handler() -> Handler:
     async def terminal(frame: Frame) -> Reply | None:
         message = frame.message
         if message is not None and message.kind.value == "request" and message.id is not None and message.method:
@@ -52,20 +52,32 @@ def run(frames: list, tools: list[dict], registry: SchemaRegistry, policy: Polic
             frame.session.protocol_version = VERSION
         return None
 
-    stage = None if policy is None else policy_stage(policy)
-    chain = build_chain(terminal, registry=registry, tools=CorpusTools(registry, tools), policy=stage)
-    session = Session()
-    latencies: list[float] = []
+    return terminal
+
+
+def run(frames: list, tools: list[dict], registry: SchemaRegistry, policy: Policy) -> tuple[list[float], list[float]]:
+    """Both chains over the corpus, frame by frame in turn (order alternating), each with its own
+    session: per-frame latencies measured in the same moments, so machine noise hits both alike."""
+    schemas = CorpusTools(registry, tools)
+    plain = build_chain(terminal_handler(), registry=registry, tools=schemas)
+    governed = build_chain(terminal_handler(), registry=registry, tools=schemas, policy=policy_stage(policy))
+    sessions = (Session(), Session())
+    without: list[float] = []
+    with_policy: list[float] = []
 
     async def drive() -> None:
-        for item in frames:
+        clock = time.perf_counter
+        for index, item in enumerate(frames):
             direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
-            start = time.perf_counter()
-            await chain(Frame(raw=item.raw, transport="bench", session=session, direction=direction))
-            latencies.append(time.perf_counter() - start)
+            order = ((plain, 0, without), (governed, 1, with_policy))
+            for chain, which, latencies in order if index % 2 == 0 else order[::-1]:
+                frame = Frame(raw=item.raw, transport="bench", session=sessions[which], direction=direction)
+                start = clock()
+                await chain(frame)
+                latencies.append(clock() - start)
 
     asyncio.run(drive())
-    return latencies
+    return without, with_policy
 
 
 def main() -> None:
@@ -77,8 +89,9 @@ def main() -> None:
     run(frames, tools, registry, policy)  # warm: compile every validator once
     p50s: dict[str, list[float]] = {"without": [], "with": []}
     for _ in range(repeats):
-        for name, chosen in (("without", None), ("with", policy)):
-            p50s[name].append(percentiles(run(frames, tools, registry, chosen))[0] * 1e6)
+        without_run, with_run = run(frames, tools, registry, policy)
+        p50s["without"].append(percentiles(without_run)[0] * 1e6)
+        p50s["with"].append(percentiles(with_run)[0] * 1e6)
     without, with_policy = statistics.median(p50s["without"]), statistics.median(p50s["with"])
     figures = {
         "frames": len(frames),
