@@ -480,9 +480,7 @@ def test_the_approvals_command_lists_held_calls_and_refuses_an_unknown_id(server
 def test_no_secret_used_in_these_tests_appears_in_any_log_line(server: Running) -> None:
     """Issue 6 tests: redaction verified by scanning every log line written for the secrets used."""
     execute(server, "echo", {"item": "tok_abcdefgh1234", "ssn": "123-45-6789"})
-    records = [
-        json.loads(line.split(" ", 1)[1]) for line in server.stderr().splitlines() if line.startswith("mcp:INFO {")
-    ]
+    records = records_of(server)
     assert records, server.stderr()
     for secret in SECRETS:
         assert secret not in server.stderr()
@@ -549,3 +547,39 @@ def test_the_policy_file_may_come_from_the_environment(tmp_path: Path) -> None:
         timeout=TIMEOUT,
     )
     assert result.returncode == 2 and "at /limits/client_to_server_bytes" in result.stderr.decode()
+
+
+def records_of(running: Running) -> list[dict[str, Any]]:
+    lines = running.stderr().splitlines()
+    return [json.loads(line.split(" ", 1)[1]) for line in lines if line.startswith("mcp:INFO {")]
+
+
+def test_an_mcp_call_s_trace_comes_from_its_meta(server: Running) -> None:
+    """Issue 6 logs: every execution logs session_id, trace_id, agent_step and attempt."""
+    session_id = open_session(server.address)
+    meta = {"trace_id": "mcp-trace-9", "agent_step": 2, "attempt": 3}
+    frame = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {"name": "get_echo", "arguments": {"item": "x"}, "_meta": meta},
+    }
+    assert post(server.address, frame, **{"Mcp-Session-Id": session_id}).json()["result"]["isError"] is False
+    [record] = [r for r in records_of(server) if r["trace_id"] == "mcp-trace-9"]
+    assert (record["session_id"], record["agent_step"], record["attempt"]) == (session_id, 2, 3)
+    assert (record["method"], record["domain"], record["status_code"]) == ("GET", "127.0.0.1", 200)
+
+
+def test_the_approver_token_guards_the_approvals_endpoints(tmp_path: Path) -> None:
+    """Issue 6: only an approver decides; with MCP_APPROVER_TOKEN set, /approvals wants it as a bearer token."""
+    token = "approver-token-0123456789"
+    with serving(tmp_path, ["--http", "127.0.0.1:0"], MCP_APPROVER_TOKEN=token) as running:
+        url = f"{base(running)}/approvals"
+        refused = httpx.get(url, timeout=TIMEOUT)
+        wrong = httpx.get(url, headers={"Authorization": "Bearer nope"}, timeout=TIMEOUT)
+        allowed = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=TIMEOUT)
+        decided = httpx.post(f"{url}/abc", json={"decision": "deny"}, timeout=TIMEOUT)
+    assert refused.status_code == wrong.status_code == CanonicalError.APPROVER_UNAUTHORIZED.http_status
+    assert refused.json()["error"]["code"] == CanonicalError.APPROVER_UNAUTHORIZED.slug
+    assert allowed.status_code == 200 and allowed.json() == {"pending": []}
+    assert decided.status_code == CanonicalError.APPROVER_UNAUTHORIZED.http_status
