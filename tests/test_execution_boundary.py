@@ -477,9 +477,17 @@ def test_the_approvals_command_lists_held_calls_and_refuses_an_unknown_id(server
 # -- redaction and the execution records ---------------------------------------------------------
 
 
-def test_no_secret_used_in_these_tests_appears_in_any_log_line(server: Running) -> None:
+def test_no_secret_used_in_these_tests_appears_in_any_log_line(server: Running, backend: Backend) -> None:
     """Issue 6 tests: redaction verified by scanning every log line written for the secrets used."""
+    backend.release.set()
     execute(server, "echo", {"item": "tok_abcdefgh1234", "ssn": "123-45-6789"})
+    execute(server, "echo", {"item": "alice@example.com", "password": "hunter2-very-secret"})
+    execute(server, "forbidden_echo", {"item": "alice@example.com"})
+    execute(server, "failing", {"password": "hunter2-very-secret"})
+    backend.release.clear()
+    execute(server, "slow_echo", {"token": "tok_abcdefgh1234"})
+    backend.release.set()
+    mcp_call(server, "echo", {"item": "alice@example.com", "ssn": "123-45-6789"})
     records = records_of(server)
     assert records, server.stderr()
     for secret in SECRETS:
