@@ -155,7 +155,7 @@ async def _session(
         registry=registry,
         tools=tools,
         max_frame_bytes=max_frame_bytes,
-        policy=None if policy is None else policy_stage(policy, can_hold=_can_elicit),
+        policy=None if policy is None else policy_stage(policy, can_hold=_can_elicit(policy)),
         verdict=verdict(config, report, registry),
         after_check=[track_session(config, report, tools)],
     )
@@ -343,9 +343,14 @@ async def _session(
     return status
 
 
-def _can_elicit(session: Session) -> bool:
-    """Whether the gateway can ask this session's client to approve a call (it declared elicitation)."""
-    return "elicitation" in (session.client_capabilities or {})
+def _can_elicit(policy: Policy) -> Callable[[Session], bool]:
+    """Whether the gateway can ask a session's client to approve a call: it declared elicitation,
+    and the policy lets approvals go that way."""
+
+    def can(session: Session) -> bool:
+        return policy.approval_by_elicitation and "elicitation" in (session.client_capabilities or {})
+
+    return can
 
 
 def _is_tool_call(document: Mapping[str, Any] | None) -> bool:
