@@ -591,3 +591,36 @@ def test_the_approver_token_guards_the_approvals_endpoints(tmp_path: Path) -> No
     assert refused.json()["error"]["code"] == CanonicalError.APPROVER_UNAUTHORIZED.slug
     assert allowed.status_code == 200 and allowed.json() == {"pending": []}
     assert decided.status_code == CanonicalError.APPROVER_UNAUTHORIZED.http_status
+
+
+def test_health_checks_an_http_upstream_when_one_is_configured(registry: Any, backend: Backend) -> None:
+    """Issue 6: GET /health checks that an HTTP upstream is reachable (the gateway's HTTP front passes its URL)."""
+    import asyncio
+    import socket
+
+    from mcp_server.approvals import ApprovalBook
+    from mcp_server.execution import ExecutionGate
+    from mcp_server.policy import Policy
+    from mcp_server.transport.http import HttpOptions, McpHttpApp
+    from mcp_server.transport.rest import RestFace
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"
+
+    async def no_mcp(frame: Any) -> None:
+        return None  # only the REST face is asked here
+
+    async def health(upstream: str) -> httpx.Response:
+        policy = Policy()
+        gate = ExecutionGate(policy, ApprovalBook(deadline_seconds=1, redactor=policy.redactor))
+        rest = RestFace(registry=registry, gate=gate, executor=None, max_body_bytes=1024, upstream_url=upstream)
+        app = McpHttpApp(no_mcp, registry, HttpOptions(max_frame_bytes=1024), rest)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+            return await client.get("/health")
+
+    up = asyncio.run(health(f"{backend.url}/echo"))
+    assert up.status_code == 200 and up.json()["checks"]["upstream"]["ok"] is True
+    down = asyncio.run(health(closed))
+    assert down.status_code == CanonicalError.DEPENDENCY_UNAVAILABLE.http_status
+    assert down.json()["status"] == "degraded" and down.json()["checks"]["upstream"]["ok"] is False
