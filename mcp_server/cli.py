@@ -14,10 +14,12 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
+from .redaction import Redactor
 from .registry import SchemaError, SchemaRegistry
 from .settings import Settings, SetupError, parse_host_port
 
@@ -48,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the MCP server (STDIO by default)", parents=[logs])
     serve.add_argument("--socket", metavar="PATH", help="serve NDJSON on a Unix socket")
     serve.add_argument("--http", metavar="HOST:PORT", help="serve MCP Streamable HTTP")
+    serve.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
+    serve.add_argument("--tools", type=Path, help="HTTP-backed tool catalogue (or MCP_HTTP_TOOLS_FILE)")
     validate = commands.add_parser("validate", help="validate one asset file")
     validate.add_argument("file")
     validate.add_argument("--schema", metavar="NAME")
@@ -63,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
     commands.add_parser("golden", help="record or check golden event logs (see `mcp-server golden --help`)")
+    gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
+    approvals = commands.add_parser("approvals", help="list or answer tool calls held for approval")
+    approvals.add_argument("--url", help="the server's base URL (default: MCP_APPROVALS_URL or http://127.0.0.1:8000)")
+    approvals.add_argument("action", choices=["list", "allow", "deny"])
+    approvals.add_argument("id", nargs="?", help="the held call's approval id")
+    approvals.add_argument("sha256", nargs="?", help="to allow: the arguments' SHA-256 shown by `list`")
     report = commands.add_parser("report", help="print a gateway conformance report again")
     report.add_argument("file")
     from .check_command import add_check_arguments
@@ -78,6 +88,20 @@ def _setup_logging() -> None:
     root.addHandler(handler)
     root.setLevel(logging.INFO if os.environ.get("MCP_LOG_LEVEL", "").lower() == "info" else logging.WARNING)
     root.propagate = False
+    # Execution records are the boundary's audit trail: written whatever MCP_LOG_LEVEL says.
+    logging.getLogger("mcp_server.execution").setLevel(logging.INFO)
+
+
+def _redact_logs(redactor: Redactor) -> None:
+    """Every line of the ``mcp_server`` loggers passes the policy's secret patterns first."""
+
+    def redact(record: logging.LogRecord) -> bool:
+        record.msg, _ = redactor.redact_text(record.getMessage())
+        record.args = ()
+        return True
+
+    for handler in logging.getLogger("mcp_server").handlers:
+        handler.addFilter(redact)
 
 
 def _write_ready(path: Path, address: str | None = None) -> None:
@@ -93,7 +117,7 @@ _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> EventLog:
-    """The run's event log, opened: the file under the runs directory and the stderr lines."""
+    """The run's event log (not open yet): the file under the runs directory and the stderr lines."""
     from .events import EventLog, EventLogSettings
 
     name = args.log_stream or stream
@@ -109,6 +133,12 @@ def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> Eve
         )
     )
     log.set_stderr(format=args.log_format or settings.log_format, every_event=settings.log_every_event)
+    return log
+
+
+def _open_log(log: EventLog, redactor: Redactor) -> EventLog:
+    """Open the log once the policy is known: what an event carries of the traffic is redacted."""
+    log.set_redactor(redactor)
     try:
         return log.open()
     except OSError as exc:
@@ -118,7 +148,10 @@ def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> Eve
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from dataclasses import replace
 
+    from .boundary import load_boundary
     from .corpus import load_corpus
+    from .execution import event_sink
+    from .http_tools import catalogue_tools
     from .server import build_server
     from .tools import ToolSet
     from .tools.catalog import builtin_tools
@@ -131,11 +164,28 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         settings = replace(settings, endpoint="http", http_host=host, http_port=port)
     registry = SchemaRegistry()
     corpus = load_corpus(environ, registry)
-    tools = ToolSet(builtin_tools(environ, registry, corpus), registry)
-    mode = settings.endpoint
     events = _event_log(settings, args, "serve")
+    boundary = load_boundary(
+        environ,
+        registry,
+        max_frame_bytes=settings.max_frame_bytes,
+        policy_path=args.policy,
+        tools_path=args.tools,
+        sink=event_sink(events),
+    )
+    _redact_logs(boundary.policy.redactor)
+    own = builtin_tools(environ, registry, corpus, boundary.policy)
+    extra = [] if boundary.executor is None else catalogue_tools(boundary.executor)
+    clash = {t.name for t in own} & {t.name for t in extra}
+    if clash:
+        raise SetupError(f"tool catalogue: {sorted(clash)[0]!r} is the name of a built-in tool")
+    tools = ToolSet([*own, *extra], registry, io=None if boundary.executor is None else boundary.executor.io)
+    policy = boundary.policy if boundary.policy_file is not None else None
+    mode = settings.endpoint
+    _open_log(events, boundary.policy.redactor)
+    boundary.gate.decisions = partial(events.emit, "policy")
     events.emit("start", status="started", transport=mode, detail={"mode": "serve", "versions": registry.versions})
-    handler = build_server(registry, tools, settings, events=events)
+    handler = build_server(registry, tools, settings, policy=policy, gate=boundary.gate, events=events)
     dirs = f"schemas_dir={corpus.schemas_dir} examples_dir={corpus.examples_dir}"
     cleanup: list[Path] = []  # what this process created, removed on the way out
     try:
@@ -162,6 +212,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             asyncio.run(serve_unix_socket(handler, listener, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
         else:
             from .transport.http import HttpOptions, McpHttpApp, bind_tcp, serve_http
+            from .transport.rest import RestFace
 
             try:
                 listener = bind_tcp(settings.http_host, settings.http_port)
@@ -186,7 +237,14 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
             metrics = Metrics(registry, extra_methods=[tool.name for tool in tools])
             events.add_sink(metrics.sink)
-            app = McpHttpApp(handler, registry, options, metrics=metrics, events=events)
+            rest = RestFace(
+                registry=registry,
+                gate=boundary.gate,
+                executor=boundary.executor,
+                max_body_bytes=settings.max_frame_bytes,
+                approver_token=boundary.approver_token,
+            )
+            app = McpHttpApp(handler, registry, options, rest, metrics=metrics, events=events)
             asyncio.run(serve_http(app, listener, on_ready=ready))
     finally:
         for path in cleanup:
@@ -199,6 +257,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    from .boundary import load_boundary
     from .gateway.config import GatewayConfig
     from .gateway.run import run_gateway, run_gateway_unix
     from .gateway.upstream import HttpUpstream, StdioUpstream, Upstream
@@ -209,18 +268,30 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     settings = Settings.from_env(environ)
     registry = SchemaRegistry()
     config = GatewayConfig.load(args.config, registry, mode=args.mode)
+    boundary = load_boundary(environ, registry, max_frame_bytes=settings.max_frame_bytes, policy_path=args.policy)
+    _redact_logs(boundary.policy.redactor)
+    if args.upstream:
+        reason = boundary.policy.outbound_denial(args.upstream, "POST")
+        if reason is not None:
+            raise SetupError(f"--upstream {args.upstream}: refused by the policy ({reason})")
+    policy = boundary.policy if boundary.policy_file is not None else None
     if args.upstream and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
 
     def new_upstream() -> Upstream:
         if args.upstream:
             return HttpUpstream(args.upstream, max_frame_bytes=settings.max_frame_bytes)
-        return StdioUpstream(command, max_frame_bytes=settings.max_frame_bytes, grace_seconds=config.grace_seconds)
+        return StdioUpstream(
+            command,
+            max_frame_bytes=settings.max_frame_bytes,
+            grace_seconds=config.grace_seconds,
+            redactor=boundary.policy.redactor,
+        )
 
     upstream = new_upstream()
     runs_dir = settings.runs_dir
-    ready = f"upstream={upstream.name} policy={config.mode.value}"
-    events = _event_log(settings, args, "gateway")
+    ready = f"upstream={boundary.policy.redactor.redact_text(upstream.name)[0]} policy={config.mode.value}"
+    events = _open_log(_event_log(settings, args, "gateway"), boundary.policy.redactor)
     front = "stdio" if listen == "stdio" else "socket"
     events.emit("start", status="started", transport=front, detail={"mode": "gateway"})
     try:
@@ -234,6 +305,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
                     config=config,
                     max_frame_bytes=settings.max_frame_bytes,
                     runs_dir=runs_dir,
+                    policy=policy,
                     events=events,
                 )
             )
@@ -256,6 +328,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
                     max_frame_bytes=settings.max_frame_bytes,
                     runs_dir=runs_dir,
                     on_ready=on_ready,
+                    policy=policy,
                     events=events,
                 )
             )
@@ -300,6 +373,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return run_check(args)
         if args.command == "gateway":
             return _gateway(args, command, environ)
+        if args.command == "approvals":
+            from .approvals_command import run_approvals
+
+            return run_approvals(args, environ)
         return _serve(args, environ)
     except (SetupError, SchemaError) as exc:
         _say(f"mcp:error reason=setup_failed detail={exc}")

@@ -74,6 +74,18 @@ class CanonicalError(Enum):
     SESSION_REQUIRED = (-32600, 400, "Mcp-Session-Id header required", "invalid_state")
     UNKNOWN_SESSION = (-32600, 404, "Unknown or expired session", "invalid_state")
     TOO_MANY_SESSIONS = (-32603, 503, "Too many open sessions", "unavailable")
+    # Policy at the execution boundary (issue 6): every denial carries ``policy_violation: true``.
+    POLICY_DENIED = (-32003, 403, "Denied by policy", "policy_denied")
+    APPROVAL_DENIED = (-32004, 403, "Denied by the approver", "policy_denied")
+    APPROVAL_EXPIRED = (-32005, 403, "Approval not given before the deadline", "policy_denied")
+    APPROVAL_MISMATCH = (-32006, 409, "Approval is for other arguments", "policy_denied")
+    APPROVAL_NOT_FOUND = (-32007, 404, "No such pending approval", "not_found")
+    APPROVER_UNAUTHORIZED = (-32008, 401, "Approver token required", "forbidden")
+    TOOL_TIMEOUT = (-32009, 504, "Tool execution timed out", "timeout")
+    UPSTREAM_FAILURE = (-32010, 502, "Upstream call failed", "upstream_failure")
+    # The REST face (POST /execute): a body that is not the documented request object.
+    INVALID_REQUEST_BODY = (-32600, 400, "Invalid request body", "validation_failed")
+    DEPENDENCY_UNAVAILABLE = (-32603, 503, "A dependency is unreachable", "unavailable")
 
     def __init__(
         self,
@@ -90,6 +102,11 @@ class CanonicalError(Enum):
         self.reason = reason
         self.plane = plane
         self.mcp_code = jsonrpc_code if mcp_code is None else mcp_code
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same request may succeed if sent again unchanged."""
+        return self in _RETRYABLE
 
     @property
     def slug(self) -> str:
@@ -110,6 +127,15 @@ class CanonicalError(Enum):
         return member
 
 
+_RETRYABLE = frozenset(
+    {
+        CanonicalError.TOOL_TIMEOUT,
+        CanonicalError.UPSTREAM_FAILURE,
+        CanonicalError.UPSTREAM_UNAVAILABLE,
+        CanonicalError.TOO_MANY_SESSIONS,
+        CanonicalError.DEPENDENCY_UNAVAILABLE,
+    }
+)
 _BY_CODE: Mapping[int, CanonicalError] = MappingProxyType({m.jsonrpc_code: m for m in reversed(list(CanonicalError))})
 
 # Error-code ranges, (lowest, highest) inclusive. JSON-RPC 2.0 §5.1 reserves -32768..-32000 for

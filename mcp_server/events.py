@@ -28,6 +28,7 @@ from typing import Any, TextIO
 
 from . import jsonio
 from .errors import CanonicalError, Rejection
+from .redaction import Redactor
 from .stage import CheckStage
 from .types import Direction, Frame, Handler, MessageKind, Middleware, Reply, Session
 
@@ -77,12 +78,13 @@ class EventLogSettings:
 class _Draft:
     """What the chain learns about one frame while it passes: filled by the stages, read once."""
 
-    __slots__ = ("action", "frame", "rejection")
+    __slots__ = ("action", "frame", "rejection", "told")
 
     def __init__(self) -> None:
         self.frame: Frame | None = None
         self.rejection: Rejection | None = None
         self.action: str | None = None
+        self.told = False  # a policy decision on this frame has had its event already
 
 
 _draft: ContextVar[_Draft | None] = ContextVar("mcp_server_event_draft", default=None)
@@ -154,7 +156,7 @@ class EventLog:
         self._sinks: list[Sink] = list(sinks)  # this process's own sinks (metrics), fed by the pump
         self._stderr: Sink | None = None
         self._stderr_options: dict[str, Any] | None = None
-        self._redact: Callable[[Any], tuple[Any, bool]] | None = None
+        self._redactor: Redactor | None = None
         stamp = "19700101T000000Z" if self.deterministic else datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.directory = settings.runs_dir / "mcp_server" / settings.stream
         self.path = self.directory / f"{stamp}-{self.run_id}.jsonl"
@@ -175,10 +177,10 @@ class EventLog:
         self._stderr = stderr_sink(format=format, every_event=every_event)
         self._stderr_options = {"format": format, "every_event": every_event}
 
-    def set_redactor(self, redact: Callable[[Any], tuple[Any, bool]]) -> None:
-        """``redact(value) → (copy with secrets replaced, whether anything was)``, for error details."""
-        self._redact = redact
-        self._formatter.redact = redact
+    def set_redactor(self, redactor: Redactor) -> None:
+        """The policy's redaction, applied to what an event carries of the traffic (error details)."""
+        self._redactor = redactor
+        self._formatter.redact = redactor.redact
 
     def open(self, *, in_process: bool = False) -> EventLog:
         """Create the run's file (as ``.partial`` until it is complete) and start the writer.
@@ -186,7 +188,7 @@ class EventLog:
         ``in_process``: no writer process (the pump formats and writes): for short-lived tools."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self._partial.touch()
-        if in_process or self._redact is not None:
+        if in_process:
             self._fallback = _FileWriter(self._partial, self._formatter, self._stderr)
         else:
             config = {
@@ -194,6 +196,7 @@ class EventLog:
                 "run_id": self.run_id,
                 "deterministic": self.deterministic,
                 "stderr": self._stderr_options,
+                "redaction": None if self._redactor is None else self._redactor.spec(),
             }
             self._writer = subprocess.Popen(
                 [sys.executable, "-m", "mcp_server.event_writer", jsonio.dumps(config).decode()],
@@ -273,7 +276,20 @@ class EventLog:
             route = "relay" if to_peer else method
             error = None
         else:
-            error = [rejection.error.name, rejection.errors, bool(rejection.extra.get("policy_violation"))]
+            denied = bool(rejection.extra.get("policy_violation"))
+            error = [rejection.error.name, rejection.errors, denied]
+            if denied and not draft.told:  # a policy decision is an event of its own, before the frame's
+                member = rejection.error
+                self.emit(
+                    "policy",
+                    session=session,
+                    request_id=request_id,
+                    method=method,
+                    tool_id=tool if type(tool) is str else None,
+                    status="denied",
+                    policy_violation=True,
+                    error={"code": member.slug, "message": member.message, "details": list(rejection.errors)},
+                )
             action = draft.action
             status = "observed" if action == "observed" else "dropped" if reply is None else "error"
             route = "relay" if to_peer and reply_document is None else None
@@ -307,6 +323,10 @@ class EventLog:
     def emit(self, event: str, *, session: Session | None = None, **fields: Any) -> None:
         """A non-frame event: ``start``, ``stop``, ``violation``, ``policy``, ``execution``, ``upstream``."""
         session_id = None if session is None else self.session_id(session)
+        if event == "policy":
+            draft = _draft.get()
+            if draft is not None:
+                draft.told = True
         self._seq += 1
         self._put([self._seq, time.time(), event, session_id, fields])
 
@@ -510,9 +530,10 @@ def run_writer(config: Mapping[str, Any]) -> int:
         signal.signal(signum, signal.SIG_IGN)
     options = config.get("stderr")
     stderr = None if options is None else stderr_sink(format=options["format"], every_event=options["every_event"])
-    writer = _FileWriter(
-        Path(config["partial"]), EventFormatter(config["run_id"], config["deterministic"]), stderr, append=True
-    )
+    formatter = EventFormatter(config["run_id"], config["deterministic"])
+    if config.get("redaction") is not None:
+        formatter.redact = Redactor.build(**config["redaction"]).redact
+    writer = _FileWriter(Path(config["partial"]), formatter, stderr, append=True)
     held = b""
     while True:
         chunk = os.read(0, 1 << 20)  # what the pipe holds now: written as soon as it arrives
@@ -585,7 +606,7 @@ def stderr_sink(*, format: str, every_event: bool, stream: TextIO | None = None)
     violations, policy denials, start and stop, so a healthy run stays quiet."""
 
     def write(event: Mapping[str, Any]) -> None:
-        if not every_event and event["event"] == "frame" and event["status"] in _QUIET_STATUSES:
+        if not every_event and event["event"] in ("frame", "execution") and event["status"] in _QUIET_STATUSES:
             return
         out = stream or sys.stderr
         out.write((jsonio.dumps(event).decode() if format == "json" else _one_line(event)) + "\n")

@@ -10,10 +10,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import jsonio
 from .errors import CanonicalError
+
+if TYPE_CHECKING:
+    from .peer import PeerChannel
 
 __all__ = [
     "CLIENT_TO_SERVER",
@@ -90,6 +93,7 @@ class Session:
         "id",
         "initialized",
         "log_id",
+        "peer",
         "pending",
         "pending_tools",
         "protocol_version",
@@ -106,6 +110,8 @@ class Session:
         self.pending: dict[tuple[Direction, RequestId], str] = {}
         # The tool named by each pending ``tools/call``, so its result meets the tool's outputSchema.
         self.pending_tools: dict[tuple[Direction, RequestId], str] = {}
+        # How to send the client a request of the server's own (elicitation), on transports that can.
+        self.peer: PeerChannel | None = None
 
     def expect_reply(self, direction: Direction, request_id: RequestId, method: str, tool: str | None = None) -> None:
         """Record a request sent in ``direction`` so its response is checked against its result type."""

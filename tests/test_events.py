@@ -338,3 +338,43 @@ def test_events_reach_the_file_even_when_the_writer_process_dies(
     path = log.close()
     assert [e["detail"]["n"] for e in read_events(path)] == list(range(20))
     assert "reason=log_writer_died" in capsys.readouterr().err
+
+
+POLICY = """
+[tools]
+deny = ["diff_assets"]
+
+[redaction]
+keys = ["ssn"]
+"""
+
+
+def test_policy_denials_are_events_and_secrets_never_reach_the_log(tmp_path: Path, log_validator: Any) -> None:
+    """Issues 6 and 7: a policy decision is an event of its own; what an event carries of the
+    traffic (error details quoting a value) is redacted, and the event says so."""
+    (tmp_path / "policy.toml").write_text(POLICY)
+    secret = "sk_live_0123456789abcdefXYZ"
+    frames = [
+        initialize_frame("2025-11-25", 1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "diff_assets", "arguments": {}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "get_schema", "arguments": {"name": {"api_key": secret}}},
+        },
+    ]
+    result = run_serve(tmp_path, frames, "--deterministic", "--policy", str(tmp_path / "policy.toml"))
+    assert result.returncode == 0, result.stderr
+    text = latest(tmp_path / "runs").read_text()
+    assert secret not in text and secret not in result.stderr.decode()
+    events = [jsonio.loads(line) for line in text.splitlines()]
+    assert all(violations(log_validator, e) == [] for e in events)
+    [policy] = [e for e in events if e["event"] == "policy"]
+    assert (policy["status"], policy["tool_id"], policy["policy_violation"]) == ("denied", "diff_assets", True)
+    assert policy["error"]["code"] == "policy_denied"
+    denied, invalid = [e for e in events if e["event"] == "frame" and e["request_id"] in (2, 3)]
+    assert policy["seq"] < denied["seq"] and denied["policy_violation"] is True
+    assert invalid["error"]["code"] == "invalid_tool_input" and invalid["redaction_applied"] is True
+    assert "[REDACTED]" in jsonio.dumps(invalid["error"]["details"]).decode()

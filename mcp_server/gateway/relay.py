@@ -22,7 +22,7 @@ from .config import GatewayConfig, Mode
 from .report import ConformanceReport
 from .tools import UpstreamTools
 
-__all__ = ["POLLUTION", "relay", "track_session", "verdict"]
+__all__ = ["POLLUTION", "emit", "relay", "track_session", "verdict"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -42,7 +42,7 @@ def _tool_of(frame: Frame) -> str | None:
     return tool if isinstance(tool, str) else None
 
 
-def _emit(event: Mapping[str, Any]) -> None:
+def emit(event: Mapping[str, Any]) -> None:
     log.warning("violation %s", jsonio.dumps(event).decode())
 
 
@@ -80,7 +80,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                 request_id = message.id if message is not None else None
                 if frame.direction is Direction.SERVER_TO_CLIENT and rejection.error in _NOT_JSON_RPC:
                     note_rejection(rejection, "quarantined")
-                    _emit(
+                    emit(
                         report.violation(
                             POLLUTION,
                             direction=frame.direction,
@@ -95,9 +95,13 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                     return Reply(raw=frame.raw, to_peer=True)
                 tool = _tool_of(seen)
                 mode = config.mode_for(frame.direction, tool)
-                observe = mode is Mode.OBSERVE and rejection.error is not CanonicalError.PAYLOAD_TOO_LARGE
+                observe = (
+                    mode is Mode.OBSERVE
+                    and rejection.error is not CanonicalError.PAYLOAD_TOO_LARGE
+                    and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
+                )
                 note_rejection(rejection, "observed" if observe else "enforced")
-                _emit(
+                emit(
                     report.violation(
                         rule,
                         direction=frame.direction,
@@ -120,13 +124,15 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                 ):
                     # The client still waits for this id: it gets an error naming the violation instead.
                     member = (
-                        CanonicalError.INVALID_TOOL_OUTPUT
+                        rejection.error
                         if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT
+                        or rejection.extra.get("policy_violation")  # a reply the policy refused, said as such
                         else CanonicalError.UPSTREAM_INVALID_REPLY
                     )
                     stand_in = seen.evolve(message=Message(kind=MessageKind.REQUEST, id=request_id, method=method))
+                    extra = {**rejection.extra, "rule": rule}
                     rendered = render_rejection(
-                        Rejection(member, rejection.errors, extra={"rule": rule}, frame=stand_in), stand_in, registry
+                        Rejection(member, rejection.errors, extra=extra, frame=stand_in), stand_in, registry
                     )
                     return None if rendered is None else replace(rendered, to_peer=True)
                 raise
@@ -137,13 +143,18 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
 
 
 def track_session(config: GatewayConfig, report: ConformanceReport, tools: UpstreamTools) -> Middleware:
-    """After the schema check: commit the negotiated version, learn and pin the upstream's tools."""
+    """After the schema check: commit the negotiated version and the client's capabilities, learn
+    and pin the upstream's tools."""
 
     def middleware(next_handler: Handler) -> Handler:
         async def handle(frame: Frame) -> Reply | None:
             message = frame.message
             assert message is not None
             session = frame.session
+            if message.method == "initialize" and message.kind is MessageKind.REQUEST and message.params:
+                # What the client can do (elicitation, for approvals the gateway asks it for).
+                capabilities = message.params.get("capabilities")
+                session.client_capabilities = capabilities if isinstance(capabilities, Mapping) else None
             if message.kind is MessageKind.REQUEST and session.protocol_version is not None:
                 meta = (message.params or {}).get("_meta") if isinstance(message.params, Mapping) else None
                 stated = meta.get(PROTOCOL_VERSION_META) if isinstance(meta, Mapping) else None
@@ -175,7 +186,7 @@ def _learn_tools(
     assert message is not None
     if config.rule_on("tool_definition_changed"):
         for name, patch in outcome.changed:
-            _emit(
+            emit(
                 report.violation(
                     "tool_definition_changed",
                     direction=frame.direction,
@@ -191,7 +202,7 @@ def _learn_tools(
     dropped = set()
     for name, why in outcome.invalid:
         enforce = config.mode_for(frame.direction, name) is Mode.ENFORCE
-        _emit(
+        emit(
             report.violation(
                 "invalid_tool_schema",
                 direction=frame.direction,

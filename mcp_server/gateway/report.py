@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import jsonio
 from ..events import EventLog
+from ..redaction import Redactor
 from ..types import Direction
 
 __all__ = ["EXAMPLES_PER_RULE", "ConformanceReport", "main_report", "nested", "render_table"]
@@ -33,7 +34,12 @@ EXAMPLES_PER_RULE = 3
 
 
 class ConformanceReport:
-    def __init__(self, *, upstream: str, mode: str, events: EventLog | None = None) -> None:
+    def __init__(
+        self, *, upstream: str, mode: str, redactor: Redactor | None = None, events: EventLog | None = None
+    ) -> None:
+        """``redactor`` hides secrets in every event and example (default: the built-in patterns);
+        ``events``: the run's event log, which gets each violation as an event of its own."""
+        self.redactor = redactor or Redactor.build()
         self.events = events
         self.upstream = upstream
         self.mode = mode
@@ -79,23 +85,21 @@ class ConformanceReport:
             event["excerpt"] = excerpt
         if patch is not None:
             event["patch"] = patch
+        event, applied = self.redactor.redact(event)
+        event["redaction_applied"] = applied
         if self.events is not None:
-            extra: dict[str, Any] = {}
-            if patch is not None:
-                extra["patch"] = patch
-            if excerpt is not None:
-                extra["excerpt"] = excerpt
             self.events.emit(
                 "violation",
                 rule=rule,
                 direction=direction.value,
                 method=method,
                 tool_id=tool,
-                request_id=request_id,
+                request_id=event["id"],
                 action=action,
                 status="error",
-                error={"code": rule, "message": rule.replace("_", " "), "details": list(errors)},
-                **extra,
+                redaction_applied=applied,
+                error={"code": rule, "message": rule.replace("_", " "), "details": list(event["errors"])},
+                **{key: event[key] for key in ("patch", "excerpt") if key in event},
             )
         examples = self.examples.setdefault(rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
@@ -105,7 +109,7 @@ class ConformanceReport:
     def to_document(self) -> dict[str, Any]:
         frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
         return {
-            "upstream": self.upstream,
+            "upstream": self.redactor.redact_text(self.upstream)[0],
             "mode": self.mode,
             "protocol_version": self.protocol_version,
             "started": self.started.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -15,23 +15,29 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from .. import jsonio
+from ..approvals import ApprovalBook
 from ..chain import build_chain
 from ..error_boundary import render_rejection
 from ..errors import CanonicalError, Rejection
 from ..events import EventLog
+from ..peer import PeerChannel
+from ..policy import Policy, policy_stage
+from ..redaction import Redactor
 from ..registry import SchemaRegistry
 from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
 from ..transport.signals import stop_on_signals
 from ..transport.stdio import start_reader
 from ..transport.unix_socket import accept_until_stopped, chunks_of
-from ..types import Direction, Frame, Message, MessageKind, Reply, Session
+from ..types import Direction, Frame, Message, MessageKind, Reply, RequestId, Session
 from .config import GatewayConfig
-from .relay import relay, track_session, verdict
+from .deadlines import CallDeadlines
+from .relay import emit, relay, track_session, verdict
 from .report import ConformanceReport, render_table
 from .tools import UpstreamTools
 from .upstream import Upstream
@@ -64,6 +70,7 @@ class _Checks(NamedTuple):
     config: GatewayConfig
     report: ConformanceReport
     max_frame_bytes: int
+    policy: Policy | None = None
     events: EventLog | None = None
 
 
@@ -76,10 +83,13 @@ async def run_gateway(
     runs_dir: Path,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
+    policy: Policy | None = None,
     events: EventLog | None = None,
 ) -> int:
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
-    report = ConformanceReport(upstream=upstream.name, mode=config.mode.value, events=events)
+    report = ConformanceReport(
+        upstream=upstream.name, mode=config.mode.value, redactor=_redactor(policy), events=events
+    )
     client = _ClientOut(stdout_fd)
 
     async def write(data: bytes) -> None:
@@ -92,7 +102,7 @@ async def run_gateway(
                 start_reader(stdin_fd).get,
                 write,
                 transport="stdio",
-                checks=_Checks(registry, config, report, max_frame_bytes, events),
+                checks=_Checks(registry, config, report, max_frame_bytes, policy, events),
                 stop=stop,
             )
         finally:
@@ -108,12 +118,15 @@ async def run_gateway_unix(
     max_frame_bytes: int,
     runs_dir: Path,
     on_ready: Callable[[], None] = lambda: None,
+    policy: Policy | None = None,
     events: EventLog | None = None,
 ) -> int:
     """Clients on a Unix socket: each connection is its own session with its own upstream (a
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
-    report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value, events=events)
-    checks = _Checks(registry, config, report, max_frame_bytes, events)
+    report = ConformanceReport(
+        upstream=new_upstream().name, mode=config.mode.value, redactor=_redactor(policy), events=events
+    )
+    checks = _Checks(registry, config, report, max_frame_bytes, policy, events)
     with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -143,13 +156,14 @@ async def _session(
     stop: asyncio.Event,
 ) -> int:
     """One client and one upstream, both directions through the chain, until either side ends."""
-    registry, config, report, max_frame_bytes, events = checks
+    registry, config, report, max_frame_bytes, policy, events = checks
     tools = UpstreamTools(registry)
     chain = build_chain(
         relay(report),
         registry=registry,
         tools=tools,
         max_frame_bytes=max_frame_bytes,
+        policy=None if policy is None else policy_stage(policy, can_hold=_can_elicit(policy)),
         verdict=verdict(config, report, registry),
         after_check=[track_session(config, report, tools)],
         events=events,
@@ -167,28 +181,137 @@ async def _session(
         else:
             await write(reply.to_bytes())
 
-    async def from_client() -> None:
-        splitter = LineSplitter(max_frame_bytes)
-        while True:
-            chunk = await next_chunk()
-            for raw, size in splitter.feed(chunk) if chunk else splitter.close():
-                frame = Frame(
-                    raw=raw, size=size, transport=transport, session=session, direction=Direction.CLIENT_TO_SERVER
-                )
-                reply = await chain(frame)
-                await deliver(reply, towards_upstream=reply is not None and reply.to_peer)
-            if not chunk:
+    expiries: set[asyncio.Task[None]] = set()
+
+    async def expire(request_id: RequestId, tool: str) -> None:
+        """Past the tool's timeout: the upstream is told to stop, the client gets a retryable error."""
+        session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+        session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "timeout"},
+        }
+        with contextlib.suppress(ConnectionError, OSError):
+            await upstream.send(jsonio.dumps(cancel), cancel)
+        emit(
+            report.violation(
+                CanonicalError.TOOL_TIMEOUT.slug,
+                direction=Direction.SERVER_TO_CLIENT,
+                method="tools/call",
+                tool=tool,
+                request_id=request_id,
+                action="cancelled",
+            )
+        )
+        stand_in = Frame(
+            raw=b"",
+            transport=transport,
+            session=session,
+            message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
+            version=session.protocol_version,
+        )
+        timeout = Rejection(CanonicalError.TOOL_TIMEOUT, extra={"retryable": True}, frame=stand_in)
+        with contextlib.suppress(ConnectionError, OSError):
+            await deliver(render_rejection(timeout, stand_in, registry), towards_upstream=False)
+
+    def on_expire(request_id: RequestId, tool: str) -> None:
+        task = asyncio.ensure_future(expire(request_id, tool))
+        expiries.add(task)
+        task.add_done_callback(expiries.discard)
+
+    deadlines = None if policy is None else CallDeadlines(policy, on_expire)
+    splitter = LineSplitter(max_frame_bytes)
+    ended = False
+
+    async def pump() -> bool:
+        """Read and handle one more chunk from the client; ``False`` at end of input."""
+        nonlocal ended
+        chunk = await next_chunk()
+        ended = not chunk
+        for raw, size in splitter.feed(chunk) if chunk else splitter.close():
+            frame = Frame(
+                raw=raw, size=size, transport=transport, session=session, direction=Direction.CLIENT_TO_SERVER
+            )
+            reply = await chain(frame)
+            if reply is None or not reply.to_peer:
+                await deliver(reply, towards_upstream=False)
+            elif not _answers_gateway(peer, reply.document):
+                await to_upstream(reply)
+        return not ended
+
+    peer = PeerChannel(write, pump)
+    approvals = (
+        None
+        if policy is None
+        else ApprovalBook(deadline_seconds=policy.approval_deadline_seconds, redactor=policy.redactor)
+    )
+
+    async def to_upstream(reply: Reply) -> None:
+        """A checked client frame goes on; a tool call that needs approval waits for it first."""
+        document = reply.document
+        if policy is not None and approvals is not None and _is_tool_call(document):
+            assert document is not None
+            params = document["params"]
+            if policy.rule_for(params["name"]).approval and not await _approved(document, approvals):
                 return
+        if deadlines is not None:
+            deadlines.start(document)
+        await deliver(reply, towards_upstream=True)
+
+    async def _approved(document: Mapping[str, Any], book: ApprovalBook) -> bool:
+        """Ask the client's user (elicitation); on a refusal answer the client in the upstream's place."""
+        request_id, params = document["id"], document["params"]
+        arguments = params.get("arguments", {})
+        pending = book.hold(params["name"], arguments, session.id)
+        asked = asyncio.ensure_future(
+            peer.elicit_approval(session)(params["name"], pending.arguments, pending.arguments_sha256)
+        )
+        try:
+            await book.wait(pending, also=asked)
+        except Rejection as refusal:
+            session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+            session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+            emit(
+                report.violation(
+                    refusal.error.slug,
+                    direction=Direction.CLIENT_TO_SERVER,
+                    method="tools/call",
+                    tool=params["name"],
+                    request_id=request_id,
+                    action="enforced",
+                )
+            )
+            stand_in = Frame(
+                raw=b"",
+                transport=transport,
+                session=session,
+                message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
+                version=session.protocol_version,
+            )
+            answer = Rejection(refusal.error, refusal.errors, extra=refusal.extra, frame=stand_in)
+            await deliver(render_rejection(answer, stand_in, registry), towards_upstream=False)
+            return False
+        return True
+
+    async def from_client() -> None:
+        while not ended and await pump():
+            pass
 
     async def from_upstream() -> None:
         async for raw, size in upstream.frames():
+            if deadlines is not None and deadlines.is_late(raw):
+                continue  # the client was already told this call timed out
             frame = Frame(
                 raw=raw, size=size, transport="upstream", session=session, direction=Direction.SERVER_TO_CLIENT
             )
             reply = await chain(frame)
             if session.protocol_version is not None and hasattr(upstream, "note_version"):
                 upstream.note_version(session.protocol_version)
-            await deliver(reply, towards_upstream=reply is None or not reply.to_peer)
+            towards_upstream = reply is None or not reply.to_peer
+            if not towards_upstream and deadlines is not None and reply is not None:
+                deadlines.answered(reply.document)
+            await deliver(reply, towards_upstream=towards_upstream)
 
     client_task = asyncio.ensure_future(from_client())
     upstream_task = asyncio.ensure_future(from_upstream())
@@ -220,6 +343,8 @@ async def _session(
                 await deliver(rendered, towards_upstream=False)
         session.pending.clear()
         status = 1
+    if deadlines is not None:
+        deadlines.close()
     closing: asyncio.Future[int | None] | None = None
     if client_task.done() and not upstream_task.done() and not stopping.done():
         # The client has said all it will (stdio shutdown: it closed its input). The upstream gets the
@@ -227,7 +352,7 @@ async def _session(
         # client. Bounded: close() escalates to SIGTERM, then SIGKILL.
         closing = asyncio.ensure_future(upstream.close())
         await asyncio.wait({upstream_task, stopping}, return_when=asyncio.FIRST_COMPLETED)
-    for task in (client_task, upstream_task, stopping):
+    for task in (client_task, upstream_task, stopping, *expiries):
         task.cancel()
     exit_code = await (closing if closing is not None else upstream.close())
     if events is not None:
@@ -236,6 +361,32 @@ async def _session(
         status = exit_code if 0 < exit_code < 126 else 1
     log.info("upstream exited with %s", exit_code)
     return status
+
+
+def _can_elicit(policy: Policy) -> Callable[[Session], bool]:
+    """Whether the gateway can ask a session's client to approve a call: it declared elicitation,
+    and the policy lets approvals go that way."""
+
+    def can(session: Session) -> bool:
+        return policy.approval_by_elicitation and "elicitation" in (session.client_capabilities or {})
+
+    return can
+
+
+def _is_tool_call(document: Mapping[str, Any] | None) -> bool:
+    if document is None or document.get("method") != "tools/call" or "id" not in document:
+        return False
+    params = document.get("params")
+    return isinstance(params, Mapping) and isinstance(params.get("name"), str)
+
+
+def _answers_gateway(peer: PeerChannel, document: Mapping[str, Any] | None) -> bool:
+    """A client's reply to the gateway's own request (an elicitation): it goes no further."""
+    return document is not None and "method" not in document and peer.deliver(document.get("id"), document)
+
+
+def _redactor(policy: Policy | None) -> Redactor:
+    return policy.redactor if policy is not None else Redactor.build()
 
 
 def _publish(report: ConformanceReport, runs_dir: Path) -> None:

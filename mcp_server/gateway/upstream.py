@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from ..redaction import Redactor
 from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
 
@@ -37,7 +38,16 @@ class Upstream(Protocol):
 class StdioUpstream:
     """An MCP server as a child process speaking NDJSON on its stdin/stdout."""
 
-    def __init__(self, command: Sequence[str], *, max_frame_bytes: int, grace_seconds: float = 2.0) -> None:
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        max_frame_bytes: int,
+        grace_seconds: float = 2.0,
+        redactor: Redactor | None = None,
+    ) -> None:
+        """``redactor`` hides secrets in the child's stderr as it is copied (default patterns without one)."""
+        self.redactor = redactor or Redactor.build()
         if not command:
             raise SetupError("gateway needs an upstream: `-- <command ...>` or --upstream URL")
         self.command = list(command)
@@ -70,7 +80,8 @@ class StdioUpstream:
                 line = await stream.read(_CHUNK)
             if not line:
                 return
-            sys.stderr.write("upstream: " + line.decode("utf-8", "replace").rstrip("\n") + "\n")
+            text, _ = self.redactor.redact_text(line.decode("utf-8", "replace").rstrip("\n"))
+            sys.stderr.write("upstream: " + text + "\n")
             sys.stderr.flush()
 
     async def send(self, raw: bytes, document: Mapping[str, Any] | None) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from ..execution import Elicit, Trace
 from ..registry import ProtocolSchema, SchemaRegistry, ToolIO
 
 __all__ = ["Tool", "ToolContext", "ToolFunction", "ToolSet"]
@@ -22,6 +23,8 @@ class ToolContext:
 
     registry: SchemaRegistry
     version: str | None
+    trace: Trace | None = None
+    elicit: Elicit | None = None  # set when the client declared elicitation and can be asked
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[dict[str, Any]]]
@@ -33,6 +36,8 @@ class Tool:
     title: str
     description: str
     run: ToolFunction
+    approval: bool = False  # held for a human's approval even when the policy does not say so
+    timeout_seconds: float | None = None  # tighter than the policy's timeout for this tool
 
 
 class ToolSet:
@@ -40,9 +45,13 @@ class ToolSet:
 
     strict = True  # a server knows every tool it has
 
-    def __init__(self, tools: Iterable[Tool], registry: SchemaRegistry) -> None:
+    def __init__(self, tools: Iterable[Tool], registry: SchemaRegistry, io: Mapping[str, ToolIO] | None = None) -> None:
+        """``io`` holds the validators of tools whose schemas are not bundled (HTTP-backed tools)."""
+        declared = io or {}
         self._tools: Mapping[str, Tool] = MappingProxyType({tool.name: tool for tool in tools})
-        self._io: Mapping[str, ToolIO] = MappingProxyType({name: registry.load_tool_io(name) for name in self._tools})
+        self._io: Mapping[str, ToolIO] = MappingProxyType(
+            {name: declared[name] if name in declared else registry.load_tool_io(name) for name in self._tools}
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..corpus import Corpus, load_corpus
+from ..policy import Policy
 from ..registry import SchemaRegistry
 from ..settings import Settings
 from . import Tool
@@ -15,11 +16,13 @@ from .validation_tools import validation_tools
 __all__ = ["builtin_tools"]
 
 
-def builtin_tools(environ: Mapping[str, str], registry: SchemaRegistry, corpus: Corpus | None = None) -> list[Tool]:
+def builtin_tools(
+    environ: Mapping[str, str], registry: SchemaRegistry, corpus: Corpus | None = None, policy: Policy | None = None
+) -> list[Tool]:
     corpus = corpus or load_corpus(environ, registry)
     settings = Settings.from_env(environ)
     return [
         *corpus_tools(corpus),
         *validation_tools(corpus, settings.max_batch),
-        populate_backend_tool(corpus, environ),
+        populate_backend_tool(corpus, environ, policy),
     ]

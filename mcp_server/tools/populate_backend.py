@@ -9,6 +9,7 @@ import httpx
 
 from .. import jsonio
 from ..corpus import Corpus
+from ..policy import Policy
 from ..settings import SetupError
 from . import Tool, ToolContext
 from .validation_tools import validate_against
@@ -18,7 +19,8 @@ __all__ = ["populate_backend_tool"]
 DISABLED: dict[str, Any] = {"ok": False, "reason": "unsupported", "detail": "backend disabled"}
 
 
-def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str]) -> Tool:
+def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str], policy: Policy | None = None) -> Tool:
+    """``policy`` governs the outbound POST (domain and HTTP method), like every outbound call."""
     base = environ.get("SYN_BACKEND_URL") or ""
     assets_path = environ.get("SYN_BACKEND_ASSETS_PATH") or "/synesthetic-assets/"
     raw_timeout = environ.get("SYN_BACKEND_TIMEOUT") or "5"
@@ -41,6 +43,8 @@ def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str]) -> Tool:
             outcome = validate_against(corpus, asset, schema)
             if not outcome["ok"]:
                 return outcome
+        if policy is not None:
+            policy.check_outbound(url, "POST")  # a denial is a policy_violation error, never a silent drop
         try:
             async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
                 response = await client.post(

@@ -27,6 +27,7 @@ from ..events import EventLog
 from ..metrics import CONTENT_TYPE, Metrics
 from ..registry import SchemaRegistry
 from ..types import Direction, Frame, Handler, Reply, Session
+from .rest import RestFace
 from .signals import stop_on_signals
 
 __all__ = ["HttpOptions", "McpHttpApp", "bind_tcp", "serve_http"]
@@ -73,11 +74,13 @@ class McpHttpApp:
         handler: Handler,
         registry: SchemaRegistry,
         options: HttpOptions,
+        rest: RestFace | None = None,
         *,
         metrics: Metrics | None = None,
         events: EventLog | None = None,
     ) -> None:
         self.handler = handler
+        self.rest = rest  # the REST face (/tools, /execute, /health, /approvals), when configured
         self.metrics = metrics
         self.events = events  # a request refused before it reaches the chain is still a frame in the log
         self.registry = registry
@@ -95,6 +98,8 @@ class McpHttpApp:
             await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
         elif path == "/mcp":
             await self._mcp(scope, receive, send, headers)
+        elif self.rest is not None and self.rest.serves(path):
+            await self.rest(scope, receive, send, headers)
         elif path == "/health" and scope["method"] == "GET":
             await self._health(send)
         elif path == "/metrics" and scope["method"] == "GET" and self.metrics is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+from ..peer import PeerChannel
 from ..types import Frame, Handler, Session
 
 __all__ = ["LineSplitter", "serve_ndjson"]
@@ -32,6 +33,20 @@ async def serve_ndjson(
     """
     splitter = LineSplitter(max_frame_bytes)
     session = Session()
+    ended = False  # end of input seen while a handler waited for the client (see ``pump``)
+
+    async def pump() -> bool:
+        """Read and handle one more chunk while a handler waits for the client's answer."""
+        nonlocal ended
+        chunk = await next_chunk()
+        ended = not chunk
+        for raw, size in splitter.feed(chunk) if chunk else splitter.close():
+            reply = await handler(Frame(raw=raw, size=size, transport=transport, session=session))
+            if reply is not None:
+                await send(reply.to_bytes() + b"\n", True)
+        return not ended
+
+    session.peer = PeerChannel(lambda data: send(data + b"\n", True), pump)
     task = asyncio.current_task()
     assert task is not None
     reading = False  # waiting for input: a stop may interrupt it (never a frame being handled)
@@ -43,7 +58,7 @@ async def serve_ndjson(
     stopping = asyncio.ensure_future(stop.wait())
     stopping.add_done_callback(interrupt)
     try:
-        while not stop.is_set():
+        while not stop.is_set() and not ended:
             reading = True
             try:
                 chunk = await next_chunk()

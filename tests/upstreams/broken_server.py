@@ -3,7 +3,8 @@
 It answers `initialize` correctly, then misbehaves per tool called:
 `bad_result` (a result that is not a CallToolResult), `wrong_structured` (structuredContent that
 fails the outputSchema), `unknown_id` (answers with an id never sent), `junk` (prints a stray line
-to stdout first), `die` (exits mid-call). The second `tools/list` changes a tool's schema, and
+to stdout first), `die` (exits mid-call), `hang` (never answers; a `notifications/cancelled` for
+it is reported on stderr). The second `tools/list` changes a tool's schema, and
 the tool `badschema` has an inputSchema that is not a valid JSON Schema.
 """
 
@@ -27,6 +28,7 @@ def tools(version: int) -> list[dict]:
         {"name": "unknown_id", "inputSchema": {"type": "object"}},
         {"name": "junk", "inputSchema": {"type": "object"}},
         {"name": "die", "inputSchema": {"type": "object"}},
+        {"name": "hang", "inputSchema": {"type": "object"}},
         {
             "name": "strict",
             "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
@@ -43,6 +45,9 @@ def send(message: dict) -> None:
 for line in sys.stdin:
     request = json.loads(line)
     method, rid = request.get("method"), request.get("id")
+    if method == "notifications/cancelled":
+        sys.stderr.write(f"cancelled {json.dumps(request['params'])} (started with {' '.join(sys.argv[1:])})\n")
+        sys.stderr.flush()
     if rid is None:
         continue
     if method == "initialize":
@@ -73,6 +78,8 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ok"}]}})
         elif name == "die":
             sys.exit(3)
+        elif name == "hang":
+            pass
         else:
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ok"}]}})
     else:
