@@ -43,10 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     gateway = commands.add_parser(
         "gateway",
         help="a validating proxy in front of an MCP server",
-        usage="mcp-server gateway [--listen stdio|unix:PATH] [--mode enforce|observe] [--config FILE] "
-        "(--upstream URL | -- COMMAND ...)",
+        usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
+        "[--config FILE] (--upstream URL | -- COMMAND ...)",
     )
-    gateway.add_argument("--listen", default="stdio", help="where clients connect: stdio or unix:PATH")
+    gateway.add_argument(
+        "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
+    )
+    gateway.add_argument("--max-sessions", type=int, default=100, help="HTTP: open client sessions at most")
+    gateway.add_argument("--idle-timeout", type=float, default=600.0, help="HTTP: seconds before an idle session ends")
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
@@ -156,8 +160,10 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     from .gateway.upstream import HttpUpstream, StdioUpstream, Upstream
 
     listen = args.listen
+    if listen.startswith("http:"):
+        return _gateway_http(args, command, environ)
     if listen != "stdio" and not (listen.startswith("unix:") and len(listen) > len("unix:")):
-        raise SetupError(f"--listen must be stdio or unix:PATH, got {listen!r}")
+        raise SetupError(f"--listen must be stdio, unix:PATH or http://HOST:PORT/PATH, got {listen!r}")
     settings = Settings.from_env(environ)
     registry = SchemaRegistry()
     config = GatewayConfig.load(args.config, registry, mode=args.mode)
@@ -205,6 +211,63 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+        _say("mcp:shutdown mode=gateway")
+
+
+def _gateway_http(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    from .gateway.config import GatewayConfig
+    from .gateway.http_front import FrontOptions, parse_listen_url, run_gateway_http
+    from .gateway.upstream import HttpUpstream, StdioUpstream, Upstream
+    from .transport.http import bind_tcp
+
+    host, port, path = parse_listen_url(args.listen)
+    if args.max_sessions <= 0 or args.idle_timeout <= 0:
+        raise SetupError("--max-sessions and --idle-timeout must be positive")
+    if args.upstream and command:
+        raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
+    settings = Settings.from_env(environ)
+    registry = SchemaRegistry()
+    config = GatewayConfig.load(args.config, registry, mode=args.mode)
+
+    def new_upstream() -> Upstream:
+        if args.upstream:
+            return HttpUpstream(args.upstream, max_frame_bytes=settings.max_frame_bytes)
+        return StdioUpstream(command, max_frame_bytes=settings.max_frame_bytes, grace_seconds=config.grace_seconds)
+
+    name = new_upstream().name
+    try:
+        listener = bind_tcp(host, port)
+    except OSError as exc:
+        raise SetupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound_host, bound_port = listener.getsockname()[:2]
+    url = f"http://{'[' + bound_host + ']' if ':' in bound_host else bound_host}:{bound_port}{path}"
+    options = FrontOptions(
+        path=path,
+        allowed_hosts=settings.allowed_hosts,
+        max_sessions=args.max_sessions,
+        idle_seconds=args.idle_timeout,
+        max_frame_bytes=settings.max_frame_bytes,
+    )
+
+    def ready() -> None:
+        _write_ready(settings.ready_file, url)
+        _say(f"mcp:ready mode=gateway listen={url} upstream={name} policy={config.mode.value}")
+
+    try:
+        return asyncio.run(
+            run_gateway_http(
+                new_upstream,
+                listener,
+                registry=registry,
+                config=config,
+                options=options,
+                runs_dir=Path(environ.get("MCP_RUNS_DIR") or "runs"),
+                on_ready=ready,
+            )
+        )
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            settings.ready_file.unlink()
         _say("mcp:shutdown mode=gateway")
 
 

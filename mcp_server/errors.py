@@ -74,6 +74,8 @@ class CanonicalError(Enum):
     SESSION_REQUIRED = (-32600, 400, "Mcp-Session-Id header required", "invalid_state")
     UNKNOWN_SESSION = (-32600, 404, "Unknown or expired session", "invalid_state")
     TOO_MANY_SESSIONS = (-32603, 503, "Too many open sessions", "unavailable")
+    # Streamable HTTP: the session's GET stream is open already (one per session).
+    STREAM_ALREADY_OPEN = (-32600, 409, "A GET stream is open for this session already", "invalid_state")
 
     def __init__(
         self,
