@@ -27,7 +27,6 @@ from typing import Any
 from .. import jsonio
 from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
-from ..lifecycle import PROTOCOL_VERSION_META
 from ..registry import SchemaRegistry
 from ..settings import SetupError
 from ..transport.http import (
@@ -326,19 +325,16 @@ class GatewayHttpApp:
     async def _post_without_session(
         self, send: Send, raw: bytes, size: int, headers: Mapping[str, str], accepts: PostAccepts
     ) -> None:
-        """``initialize`` opens a session; a 2026-07-28 request goes to the shared upstream."""
+        """``initialize`` opens a session; anything else (2026-07-28 has no sessions) goes to the
+        one shared upstream."""
         try:
             document = jsonio.loads(raw) if size <= self.options.max_frame_bytes else None
         except jsonio.JSONSyntaxError:
             return await send_reply(send, error_reply(Rejection(CanonicalError.PARSE_ERROR)), accepts)
-        params = document.get("params") if isinstance(document, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(meta, dict) and PROTOCOL_VERSION_META in meta:
-            front = await self._stateless_session()
-        elif isinstance(document, dict) and document.get("method") == "initialize":
+        if isinstance(document, dict) and document.get("method") == "initialize":
             return await self._initialize(send, raw, size, headers, accepts)
-        else:
-            return await refuse(send, CanonicalError.SESSION_REQUIRED)
+        # Anything else without a session is the stateless protocol's, or the upstream's to refuse.
+        front = await self._stateless_session()
         frame = Frame(raw=raw, size=size, transport="http", session=front.session, headers=headers)
         reply, stream = await front.request(frame, accepts)
         await self._answer(send, reply, stream, accepts)

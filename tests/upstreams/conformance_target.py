@@ -29,10 +29,19 @@ PNG = base64.b64encode(
     )
 ).decode()
 WAV = base64.b64encode(
-    b"RIFF" + (38).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
-    + (1).to_bytes(2, "little") + (1).to_bytes(2, "little") + (8000).to_bytes(4, "little")
-    + (8000).to_bytes(4, "little") + (1).to_bytes(2, "little") + (8).to_bytes(2, "little")
-    + b"data" + (2).to_bytes(4, "little") + b"\x80\x80"
+    b"RIFF"
+    + (38).to_bytes(4, "little")
+    + b"WAVEfmt "
+    + (16).to_bytes(4, "little")
+    + (1).to_bytes(2, "little")
+    + (1).to_bytes(2, "little")
+    + (8000).to_bytes(4, "little")
+    + (8000).to_bytes(4, "little")
+    + (1).to_bytes(2, "little")
+    + (8).to_bytes(2, "little")
+    + b"data"
+    + (2).to_bytes(4, "little")
+    + b"\x80\x80"
 ).decode()
 
 server = MCPServer("conformance-target", version="1.0.0")
@@ -235,7 +244,7 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> list[Message]:
 
 
 @server.prompt()
-def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:  # noqa: N803 (the suite's name)
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:
     """A prompt that embeds a resource."""
     embedded = types.EmbeddedResource(
         type="resource",
@@ -251,8 +260,6 @@ def test_prompt_with_image() -> list[Message]:
     """A prompt with an image."""
     image = types.ImageContent(type="image", data=PNG, mime_type="image/png")
     return [UserMessage(content=image), UserMessage("Please analyze the image above.")]
-
-
 
 
 @server.completion()
