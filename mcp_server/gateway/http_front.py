@@ -20,7 +20,7 @@ import socket
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,11 @@ class _Stream:
         self.queue.put_nowait(None)
 
 
+def _with_id(reply: Reply, request_id: RequestId) -> Reply:
+    document = reply.document if reply.document is not None else jsonio.loads(reply.to_bytes())
+    return replace(reply, document={**document, "id": request_id}, raw=None)
+
+
 def _request_id_and_kind(document: Mapping[str, Any]) -> tuple[RequestId | None, bool]:
     """(id, is a request) of a relayed JSON-RPC document."""
     return document.get("id"), "method" in document and "id" in document
@@ -141,8 +146,13 @@ class _FrontSession:
     async def request(self, frame: Frame, accepts: PostAccepts) -> tuple[Reply | None, _Stream | None]:
         """Run a client frame through the chain; a relayed request returns the stream its reply comes on."""
         self.last_seen = time.monotonic()
+        original: RequestId | None = None
+        if self.stateless:
+            frame, original = self._unique_id(frame)
         reply = await self.chain(frame)
         if reply is None or not reply.to_peer:
+            if reply is not None and original is not None:
+                reply = _with_id(reply, original)
             return reply, None
         raw, document = reply.to_bytes(), reply.document
         if document is None:
@@ -151,19 +161,28 @@ class _FrontSession:
         stream = None
         if is_request and request_id is not None:
             stream = _Stream(sse=accepts.sse)
-            if request_id in self.waiting:  # stateless: another client's request holds this id upstream
-                wire_id: RequestId = f"gateway-{next(self._wire_ids)}"
-                self.renamed[wire_id] = request_id
-                document = {**document, "id": wire_id}
-                raw = jsonio.dumps(document)
-                request_id = wire_id
             self.waiting[request_id] = stream
+            if original is not None:
+                self.renamed[request_id] = original
             params = document.get("params")
             meta = params.get("_meta") if isinstance(params, Mapping) else None
             if stream.sse and isinstance(meta, Mapping) and meta.get("progressToken") is not None:
                 self.progress[meta["progressToken"]] = stream
         await self.upstream.send(raw, document)
         return None, stream
+
+    def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None]:
+        """Stateless: a request whose id another client's request holds upstream gets an id of the
+        gateway's (the one case where a valid frame is re-serialised); the reply gets its own back."""
+        try:
+            document = jsonio.loads(frame.raw)
+        except jsonio.JSONSyntaxError:
+            return frame, None
+        request_id = document.get("id") if isinstance(document, dict) and "method" in document else None
+        if not isinstance(request_id, str | int) or request_id not in self.waiting:
+            return frame, None
+        raw = jsonio.dumps({**document, "id": f"gateway-{next(self._wire_ids)}"})
+        return frame._replace(raw=raw, size=len(raw)), request_id
 
     # -- upstream → client ----------------------------------------------------------------
 
@@ -201,13 +220,14 @@ class _FrontSession:
         document = reply.document if reply.document is not None else jsonio.loads(raw)
         request_id, is_request = _request_id_and_kind(document)
         if "method" not in document:  # a response: to the request it answers, and its stream ends
+            self.last_seen = time.monotonic()  # idle time counts from the last reply, not the request
             stream = self.waiting.pop(request_id, None) if request_id is not None else None
             if stream is None:
                 log.warning("gateway: a response to no waiting request (id %r)", request_id)
                 return
             original = self.renamed.pop(request_id, None) if request_id is not None else None
             if original is not None:
-                raw = jsonio.dumps({**document, "id": original})
+                raw = _with_id(Reply(raw=raw, document=document), original).to_bytes()
             for token in [token for token, held in self.progress.items() if held is stream]:
                 del self.progress[token]
             stream.put(raw, last=True)
@@ -271,6 +291,7 @@ class GatewayHttpApp:
         self._stateless: _FrontSession | None = None
         self._opening = 0  # sessions whose initialize is in flight: they count against the cap
         self._closing: set[asyncio.Task[None]] = set()
+        self._starting = asyncio.Lock()
 
     @property
     def registry(self) -> SchemaRegistry:
@@ -340,9 +361,11 @@ class GatewayHttpApp:
         await self._answer(send, reply, stream, accepts)
 
     async def _stateless_session(self) -> _FrontSession:
-        if self._stateless is None or self._stateless.closed.is_set():
-            self._stateless = _FrontSession(self.new_upstream(), self.checks, stateless=True)
-            await self._stateless.start()
+        async with self._starting:  # concurrent first requests share one upstream, started once
+            if self._stateless is None or self._stateless.closed.is_set():
+                front = _FrontSession(self.new_upstream(), self.checks, stateless=True)
+                await front.start()
+                self._stateless = front
         return self._stateless
 
     async def _initialize(
