@@ -27,17 +27,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = [sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_target.py")]
+FAST = [sys.executable, str(ROOT / "bench" / "fast_upstream.py")]  # answers at once: the fronts' own cost
+WARM_UP = 200
 SUPERGATEWAY = ROOT / ".cache" / "node" / "supergateway-4.0.0" / "node_modules" / ".bin" / "supergateway"
 VERSION = "2025-11-25"
 
 
-def call(index: int) -> bytes:
-    frame = {
-        "jsonrpc": "2.0",
-        "id": index,
-        "method": "tools/call",
-        "params": {"name": "test_simple_text", "arguments": {}},
-    }
+TOOL_CALLS = {
+    "target": {"name": "test_simple_text", "arguments": {}},
+    "fast": {"name": "tool_1", "arguments": {"text": "hello"}},
+}
+
+
+def call(index: int, upstream: str) -> bytes:
+    frame = {"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": TOOL_CALLS[upstream]}
     return json.dumps(frame).encode()
 
 
@@ -111,23 +114,25 @@ async def http_session(url: str) -> str:
     return connection.session_id
 
 
-async def http_run(url: str, n: int, depth: int) -> tuple[list[float], float]:
-    """Sequential latencies for n calls, then calls/s for n calls with ``depth`` in flight."""
+async def http_run(url: str, n: int, depth: int, upstream: str) -> tuple[list[float], float]:
+    """Sequential latencies for n calls (after a warm-up), then calls/s for n calls with ``depth`` in flight."""
     session_id = await http_session(url)
     connections = [await HttpConnection.open(url) for _ in range(depth)]
     for connection in connections:
         connection.session_id = session_id
+    for index in range(WARM_UP):
+        await connections[0].post(call(-index - 1, upstream))
     latencies = []
     for index in range(n):
         began = time.perf_counter()
-        status, _, payload = await connections[0].post(call(index + 1))
+        status, _, payload = await connections[0].post(call(index + 1, upstream))
         latencies.append(time.perf_counter() - began)
         assert status == 200 and b'"result"' in payload, payload[:200]
     counter = iter(range(n))
 
     async def worker(connection: HttpConnection) -> None:
         for index in counter:
-            status, _, payload = await connection.post(call(n + index + 1))
+            status, _, payload = await connection.post(call(n + index + 1, upstream))
             assert status == 200 and b'"result"' in payload, payload[:200]
 
     began = time.perf_counter()
@@ -138,9 +143,12 @@ async def http_run(url: str, n: int, depth: int) -> tuple[list[float], float]:
     return latencies, rate
 
 
-async def stdio_run(n: int, depth: int) -> tuple[list[float], float]:
+async def stdio_run(n: int, depth: int, upstream: str) -> tuple[list[float], float]:
     process = await asyncio.create_subprocess_exec(
-        *TARGET, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        *(TARGET if upstream == "target" else FAST),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin, process.stdout
@@ -151,17 +159,19 @@ async def stdio_run(n: int, depth: int) -> tuple[list[float], float]:
 
     await round_trip(initialize())
     stdin.write(INITIALIZED + b"\n")
+    for index in range(WARM_UP):
+        await round_trip(call(-index - 1, upstream))
     latencies = []
     for index in range(n):
         began = time.perf_counter()
-        await round_trip(call(index + 1))
+        await round_trip(call(index + 1, upstream))
         latencies.append(time.perf_counter() - began)
     window = asyncio.Semaphore(depth)
 
     async def writer() -> None:
         for index in range(n):
             await window.acquire()
-            stdin.write(call(n + index + 1) + b"\n")
+            stdin.write(call(n + index + 1, upstream) + b"\n")
 
     began = time.perf_counter()
     writing = asyncio.ensure_future(writer())
@@ -206,49 +216,41 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(30)
 
 
-def main() -> None:
-    quick = "--quick" in sys.argv
-    n, repeats, depth = (300, 1, 16) if quick else (2000, 3, 16)
-    node = shutil.which("node")
-    if not SUPERGATEWAY.exists() or node is None:
-        raise SystemExit("supergateway is not installed: run the conformance tests once (they install it)")
-    runs = tempfile.mkdtemp(prefix="bench-gateway-http-")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
-    env.update(PYTHONPATH=str(ROOT), MCP_RUNS_DIR=runs, MCP_READY_FILE=str(Path(runs) / "ready"))
-    target = " ".join(TARGET)
+def compare(upstream: str, n: int, repeats: int, depth: int, env: dict[str, str], node: str) -> None:
+    command_of = TARGET if upstream == "target" else FAST
     p50: dict[str, list[float]] = {"stdio": [], "gateway": [], "supergateway": []}
     p99: dict[str, list[float]] = {name: [] for name in p50}
     rate: dict[str, list[float]] = {name: [] for name in p50}
-    for _ in range(repeats):
-        latencies, calls = asyncio.run(stdio_run(n, depth))
+
+    def record(name: str, latencies: list[float], calls: float) -> None:
         ordered = sorted(latencies)
-        p50["stdio"].append(ordered[len(ordered) // 2])
-        p99["stdio"].append(ordered[int(len(ordered) * 0.99)])
-        rate["stdio"].append(calls)
+        p50[name].append(ordered[len(ordered) // 2])
+        p99[name].append(ordered[int(len(ordered) * 0.99)])
+        rate[name].append(calls)
+
+    for _ in range(repeats):
+        record("stdio", *asyncio.run(stdio_run(n, depth, upstream)))
         for name in ("gateway", "supergateway"):
             port = free_port()
             url = f"http://127.0.0.1:{port}/mcp"
             if name == "gateway":
-                command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", url, "--", *TARGET]
+                command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", url, "--", *command_of]
             else:
                 command = [
-                    node, str(SUPERGATEWAY), "--stdio", target, "--outputTransport", "streamableHttp",
+                    node, str(SUPERGATEWAY), "--stdio", " ".join(command_of), "--outputTransport", "streamableHttp",
                     "--stateful", "--port", str(port), "--logLevel", "none",
                 ]  # fmt: skip
             process = serve(command, url, env)
             try:
-                latencies, calls = asyncio.run(http_run(url, n, depth))
+                record(name, *asyncio.run(http_run(url, n, depth, upstream)))
             finally:
                 stop(process)
-            ordered = sorted(latencies)
-            p50[name].append(ordered[len(ordered) // 2])
-            p99[name].append(ordered[int(len(ordered) * 0.99)])
-            rate[name].append(calls)
     med = {
         key: {name: statistics.median(values) for name, values in table.items()}
         for key, table in (("p50", p50), ("p99", p99), ("rate", rate))
     }
-    print(f"tools/call test_simple_text on the conformance target, {n} calls, median of {repeats} runs")
+    tool = TOOL_CALLS[upstream]["name"]
+    print(f"\nupstream {upstream}: tools/call {tool}, {n} calls, median of {repeats} runs")
     print(f"{'':14}{'p50 µs':>10}{'p99 µs':>10}{'calls/s @16':>14}")
     for name in ("stdio", "gateway", "supergateway"):
         print(f"{name:14}{med['p50'][name] * 1e6:10.0f}{med['p99'][name] * 1e6:10.0f}{med['rate'][name]:14.0f}")
@@ -258,6 +260,21 @@ def main() -> None:
     print(f"calls/s at concurrency 16: {rate_ratio:.2f}x supergateway's (target ≥ 2.00)")
     print(f"gateway vs the upstream over STDIO directly: p50 {med['p50']['gateway'] / med['p50']['stdio']:.2f}x, "
           f"calls/s {med['rate']['gateway'] / med['rate']['stdio']:.2f}x")  # fmt: skip
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    n, repeats, depth = (300, 1, 16) if quick else (2000, 3, 16)
+    node = shutil.which("node")
+    if not SUPERGATEWAY.exists() or node is None:
+        raise SystemExit(
+            "supergateway is not installed: npm install --prefix .cache/node/supergateway-4.0.0 supergateway@4.0.0"
+        )
+    runs = tempfile.mkdtemp(prefix="bench-gateway-http-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
+    env.update(PYTHONPATH=str(ROOT), MCP_RUNS_DIR=runs, MCP_READY_FILE=str(Path(runs) / "ready"))
+    for upstream in ("target", "fast"):
+        compare(upstream, n, repeats, depth, env, node)
 
 
 if __name__ == "__main__":

@@ -168,7 +168,10 @@ class _FrontSession:
             meta = params.get("_meta") if isinstance(params, Mapping) else None
             if stream.sse and isinstance(meta, Mapping) and meta.get("progressToken") is not None:
                 self.progress[meta["progressToken"]] = stream
-        await self.upstream.send(raw, document)
+        try:
+            await self.upstream.send(raw, document)
+        except (ConnectionError, OSError):  # the upstream is gone; its pump answers what was pending
+            log.warning("gateway: the upstream no longer takes frames")
         return None, stream
 
     def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None]:
