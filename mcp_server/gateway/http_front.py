@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .. import jsonio
 from ..error_boundary import error_reply
@@ -72,8 +73,6 @@ class FrontOptions:
 
 def parse_listen_url(value: str) -> tuple[str, int, str]:
     """``http://HOST:PORT[/PATH]`` → (host, port, path); the path defaults to ``/mcp``."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(value)
         port = parts.port
@@ -172,6 +171,9 @@ class _FrontSession:
             await self.upstream.send(raw, document)
         except (ConnectionError, OSError):  # the upstream is gone; its pump answers what was pending
             log.warning("gateway: the upstream no longer takes frames")
+        if stream is not None and request_id is not None and self.closed.is_set():
+            self.waiting.pop(request_id, None)
+            stream.end()  # the upstream ended meanwhile: nothing will answer
         return None, stream
 
     def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None]:
@@ -221,7 +223,7 @@ class _FrontSession:
     def _route(self, reply: Reply) -> None:
         raw = reply.to_bytes()
         document = reply.document if reply.document is not None else jsonio.loads(raw)
-        request_id, is_request = _request_id_and_kind(document)
+        request_id = document.get("id")
         if "method" not in document:  # a response: to the request it answers, and its stream ends
             self.last_seen = time.monotonic()  # idle time counts from the last reply, not the request
             stream = self.waiting.pop(request_id, None) if request_id is not None else None
@@ -235,9 +237,9 @@ class _FrontSession:
                 del self.progress[token]
             stream.put(raw, last=True)
             return
-        self._notify(raw, document, is_request)
+        self._notify(raw, document)
 
-    def _notify(self, raw: bytes, document: Mapping[str, Any], is_request: bool) -> None:
+    def _notify(self, raw: bytes, document: Mapping[str, Any]) -> None:
         """A server request or notification: on the stream of the request it belongs to, else on
         an open POST stream, else the GET stream, else kept until a GET stream opens."""
         stream: _Stream | None = None
@@ -246,6 +248,11 @@ class _FrontSession:
             stream = self.progress.get(params.get("progressToken"))
         if stream is None:
             open_posts = [held for held in self.waiting.values() if held.sse]
+            if self.stateless and len(open_posts) != 1:
+                # The requests in flight are different clients': a message of no known request goes
+                # to none of them rather than to the wrong one.
+                log.warning("gateway: a stateless server message of no known request was not delivered")
+                return
             stream = open_posts[-1] if open_posts else self.get_stream
         if stream is not None:
             stream.put(raw)
@@ -358,7 +365,11 @@ class GatewayHttpApp:
         if isinstance(document, dict) and document.get("method") == "initialize":
             return await self._initialize(send, raw, size, headers, accepts)
         # Anything else without a session is the stateless protocol's, or the upstream's to refuse.
-        front = await self._stateless_session()
+        try:
+            front = await self._stateless_session()
+        except SetupError as exc:
+            log.error("upstream: %s", exc)
+            return await send_reply(send, error_reply(Rejection(CanonicalError.UPSTREAM_UNAVAILABLE)), accepts)
         frame = Frame(raw=raw, size=size, transport="http", session=front.session, headers=headers)
         reply, stream = await front.request(frame, accepts)
         await self._answer(send, reply, stream, accepts)
