@@ -400,3 +400,23 @@ def test_a_bad_listen_url_exits_2(tmp_path: Path, listen: str) -> None:
     )
     assert result.returncode == 2
     assert "mcp:error reason=setup_failed" in result.stderr.decode()
+
+
+def test_a_server_message_outside_any_request_waits_for_the_get_stream(tmp_path: Path) -> None:
+    """Issue 9 / spec transports: what belongs to no request reaches the client on the GET stream,
+    kept until the client opens it."""
+    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+        session_id = initialize(client, gateway.url)
+        headers = {**HEADERS, "Mcp-Session-Id": session_id}
+        subscribed = client.post(
+            gateway.url, json=rpc(1, "resources/subscribe", {"uri": "test://watched-resource"}), headers=headers
+        )
+        assert body_of(subscribed) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        stream_headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session_id}
+        with client.stream("GET", gateway.url, headers=stream_headers) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    notification = json.loads(line[5:])
+                    break
+    assert notification["method"] == "notifications/resources/updated"
+    assert notification["params"]["uri"] == "test://watched-resource"

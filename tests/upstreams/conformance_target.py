@@ -46,6 +46,7 @@ WAV = base64.b64encode(
 
 server = MCPServer("conformance-target", version="1.0.0")
 subscribed: set[str] = set()
+changing: set[asyncio.Task[None]] = set()
 
 
 def text(value: str) -> types.TextContent:
@@ -274,7 +275,16 @@ async def complete(
 
 
 async def _subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    """Subscribe; the resource then changes once, after the reply (a message of no request)."""
     subscribed.add(str(params.uri))
+
+    async def change_later() -> None:
+        await asyncio.sleep(0.05)
+        if str(params.uri) in subscribed:
+            await ctx.session.send_resource_updated(params.uri)
+
+    changing.add(asyncio.ensure_future(change_later()))
+    changing.difference_update({task for task in changing if task.done()})
     return types.EmptyResult()
 
 
