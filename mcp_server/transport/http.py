@@ -6,7 +6,8 @@ Accept, Content-Type, the body cap (read in chunks, refused past the limit witho
 and sessions: ``Mcp-Session-Id`` is issued when an ``initialize`` on a stateful version succeeds
 and required afterwards (404 for an unknown one, DELETE ends it). Under 2026-07-28 there are no
 sessions; the chain checks the routing headers against the body. Every refusal's status comes
-from the error catalogue.
+from the error catalogue. The request-level checks are functions, shared with the gateway's HTTP
+front (``gateway/http_front.py``).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def host_allowed(allowed: frozenset[str], headers: Mapping[str, str]) -> bool:
     return origin is None or _origin_host(origin) in allowed
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PostAccepts:
     json: bool
     sse: bool
