@@ -287,7 +287,7 @@ def test_a_foreign_host_or_origin_is_refused_before_any_upstream_starts(tmp_path
 
 
 def test_http_level_refusals_come_from_the_catalogue(tmp_path: Path) -> None:
-    """Issue 9: Accept, Content-Type, unknown path, GET without a session, an unknown protocol version."""
+    """Issue 9: Accept, Content-Type, unknown path, GET without a session, PUT, an unknown protocol version."""
     with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
         url = gateway.url
         bad_accept = client.post(url, json=rpc(1, "ping"), headers={**HEADERS, "Accept": "text/html"})
@@ -298,6 +298,7 @@ def test_http_level_refusals_come_from_the_catalogue(tmp_path: Path) -> None:
             client.post(url + "/elsewhere", json=rpc(1, "ping"), headers=HEADERS), CanonicalError.ROUTE_NOT_FOUND
         )
         assert_refused(client.get(url, headers={"Accept": "text/event-stream"}), CanonicalError.SESSION_REQUIRED)
+        assert_refused(client.put(url, json=rpc(1, "ping"), headers=HEADERS), CanonicalError.HTTP_METHOD_NOT_ALLOWED)
         session_id = initialize(client, url)
         unknown_version = client.post(
             url,
