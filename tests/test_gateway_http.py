@@ -421,3 +421,17 @@ def test_a_server_message_outside_any_request_waits_for_the_get_stream(tmp_path:
                     break
     assert notification["method"] == "notifications/resources/updated"
     assert notification["params"]["uri"] == "test://watched-resource"
+
+
+def test_sigterm_ends_open_streams_and_every_upstream_and_writes_the_report(tmp_path: Path) -> None:
+    """Issue 9 / issue 5: a graceful stop with sessions and GET streams open leaves no upstream behind."""
+    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+        sessions = [initialize(client, gateway.url) for _ in range(2)]
+        children = gateway.children()
+        assert len(children) == 2
+        with client.stream("GET", gateway.url, headers={"Accept": "text/event-stream", "Mcp-Session-Id": sessions[0]}):
+            gateway.process.send_signal(signal.SIGTERM)
+            assert gateway.process.wait(WAIT) == 0
+        for child in children:
+            wait_gone(child)
+    assert report_of(tmp_path)["frames"]["client_to_server"]["initialize"] == 2
