@@ -387,13 +387,20 @@ def test_an_http_upstream_behind_the_http_front_is_as_invisible(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    "listen",
-    ["http://127.0.0.1/mcp", "https://127.0.0.1:8080/mcp", "http://127.0.0.1:99999/mcp", "http://127.0.0.1:80/mcp?x=1"],
+    "options",
+    [
+        ["--listen", "http://127.0.0.1/mcp"],
+        ["--listen", "https://127.0.0.1:8080/mcp"],
+        ["--listen", "http://127.0.0.1:99999/mcp"],
+        ["--listen", "http://127.0.0.1:80/mcp?x=1"],
+        ["--listen", "http://127.0.0.1:0/mcp", "--max-sessions", "0"],
+        ["--listen", "http://127.0.0.1:0/mcp", "--idle-timeout", "-1"],
+    ],
 )
-def test_a_bad_listen_url_exits_2(tmp_path: Path, listen: str) -> None:
-    """Bad input gets a clear error: --listen must be http://HOST:PORT/PATH."""
+def test_a_bad_listen_url_or_session_limit_exits_2(tmp_path: Path, options: list[str]) -> None:
+    """Bad input gets a clear error: --listen must be http://HOST:PORT/PATH, the limits positive."""
     result = subprocess.run(
-        [sys.executable, "-m", "mcp_server", "gateway", "--listen", listen, "--", *TARGET],
+        [sys.executable, "-m", "mcp_server", "gateway", *options, "--", *TARGET],
         capture_output=True,
         timeout=WAIT,
         env=server_env(tmp_path),
