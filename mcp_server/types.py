@@ -91,6 +91,7 @@ class Session:
         "initialized",
         "pending",
         "pending_tools",
+        "pending_versions",
         "protocol_version",
     )
 
@@ -104,12 +105,25 @@ class Session:
         self.pending: dict[tuple[Direction, RequestId], str] = {}
         # The tool named by each pending ``tools/call``, so its result meets the tool's outputSchema.
         self.pending_tools: dict[tuple[Direction, RequestId], str] = {}
+        # The version each pending request stated for itself (2026-07-28: no session version).
+        self.pending_versions: dict[tuple[Direction, RequestId], str] = {}
 
-    def expect_reply(self, direction: Direction, request_id: RequestId, method: str, tool: str | None = None) -> None:
-        """Record a request sent in ``direction`` so its response is checked against its result type."""
+    def expect_reply(
+        self,
+        direction: Direction,
+        request_id: RequestId,
+        method: str,
+        tool: str | None = None,
+        *,
+        version: str | None = None,
+    ) -> None:
+        """Record a request sent in ``direction`` so its response is checked against its result type
+        (of ``version``, when the request stated its own)."""
         self.pending[(direction, request_id)] = method
         if tool is not None:
             self.pending_tools[(direction, request_id)] = tool
+        if version is not None:
+            self.pending_versions[(direction, request_id)] = version
 
 
 _NO_ANNOTATIONS: Mapping[str, Any] = MappingProxyType({})

@@ -442,3 +442,27 @@ def test_sigterm_ends_open_streams_and_every_upstream_and_writes_the_report(tmp_
         for child in children:
             wait_gone(child)
     assert report_of(tmp_path)["frames"]["client_to_server"]["initialize"] == 2
+
+
+def test_a_2026_input_required_result_is_checked_against_2026_and_its_retry_completes(tmp_path: Path) -> None:
+    """Issue 9 / MCP 2026-07-28 (SEP-2322): a stateless request's reply is checked against the
+    version the request stated, where `tools/call` may answer with an InputRequiredResult."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    tool = "test_input_required_result_request_state"
+    headers = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+        params: dict[str, Any] = {"name": tool, "arguments": {}, "_meta": meta}
+        first = body_of(client.post(gateway.url, json=rpc(1, "tools/call", params), headers=headers))
+        assert first["result"]["resultType"] == "input_required"
+        assert set(first["result"]["inputRequests"]) == {"confirm"}
+        retry = {
+            **params,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"ok": True}}},
+            "requestState": first["result"]["requestState"],
+        }
+        second = body_of(client.post(gateway.url, json=rpc(2, "tools/call", retry), headers=headers))
+        assert second["result"]["content"][0]["text"] == "state-ok"
+    assert report_of(tmp_path)["violations"] == {}

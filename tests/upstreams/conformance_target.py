@@ -212,6 +212,107 @@ async def test_reconnection(ctx: Context) -> str:
     return "Reconnection test completed"
 
 
+# -- 2026-07-28: multi round-trip requests (SEP-2322), the pre-release line's scenarios ----------
+
+
+def _ask_name(message: str = "What is your name?", key: str = "name") -> types.ElicitRequest:
+    schema = {"type": "object", "properties": {key: {"type": "string"}}, "required": [key]}
+    return types.ElicitRequest(params=types.ElicitRequestFormParams(message=message, requested_schema=schema))
+
+
+def _sample(text_: str, max_tokens: int) -> types.CreateMessageRequest:
+    message = types.SamplingMessage(role="user", content=text(text_))
+    return types.CreateMessageRequest(
+        params=types.CreateMessageRequestParams(messages=[message], max_tokens=max_tokens)
+    )
+
+
+def _needs(requests: dict[str, Any], state: str | None = None) -> types.InputRequiredResult:
+    return types.InputRequiredResult(input_requests=requests, request_state=state)
+
+
+def _answer(responses: Any, key: str) -> Any:
+    answer = responses.get(key) if isinstance(responses, dict) else None
+    return answer.model_dump(by_alias=True, exclude_none=True) if hasattr(answer, "model_dump") else answer
+
+
+@server.tool()
+def test_input_required_result_elicitation(ctx: Context) -> Any:
+    """Asks for a name, then greets."""
+    responses = ctx.input_responses
+    if not responses or "user_name" not in responses:
+        return _needs({"user_name": _ask_name()})
+    content = (_answer(responses, "user_name") or {}).get("content") or {}
+    return [text(f"Hello, {content.get('name', 'stranger')}!")]
+
+
+@server.tool()
+def test_input_required_result_sampling(ctx: Context) -> Any:
+    """Asks the client's model, then answers with its reply."""
+    responses = ctx.input_responses
+    if not responses or "capital_question" not in responses:
+        return _needs({"capital_question": _sample("What is the capital of France?", 100)})
+    reply = _answer(responses, "capital_question") or {}
+    return [text(f"The model said: {(reply.get('content') or {}).get('text', '')}")]
+
+
+@server.tool()
+def test_input_required_result_list_roots(ctx: Context) -> Any:
+    """Asks for the client's roots, then lists them."""
+    responses = ctx.input_responses
+    if not responses or "client_roots" not in responses:
+        return _needs({"client_roots": types.ListRootsRequest()})
+    roots = (_answer(responses, "client_roots") or {}).get("roots") or []
+    return [text("Roots: " + ", ".join(str(root.get("uri")) for root in roots))]
+
+
+@server.tool()
+def test_input_required_result_request_state(ctx: Context) -> Any:
+    """Asks for a confirmation with state, then checks the state came back."""
+    responses = ctx.input_responses
+    if not responses or "confirm" not in responses:
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+        confirm = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message="Please confirm", requested_schema=schema)
+        )
+        return _needs({"confirm": confirm}, "round-1")
+    return [text("state-ok" if ctx.request_state == "round-1" else "state-missing")]
+
+
+@server.tool()
+def test_input_required_result_multiple_inputs(ctx: Context) -> Any:
+    """Asks for three things at once."""
+    responses = ctx.input_responses or {}
+    wanted = {
+        "user_name": _ask_name(),
+        "greeting": _sample("Generate a greeting", 50),
+        "client_roots": types.ListRootsRequest(),
+    }
+    missing = {key: request for key, request in wanted.items() if key not in responses}
+    if missing:
+        return _needs(missing, "multiple")
+    return [text("All inputs received: " + ", ".join(sorted(wanted)))]
+
+
+@server.tool()
+def test_input_required_result_multi_round(ctx: Context) -> Any:
+    """Two rounds of questions, the state evolving."""
+    responses = ctx.input_responses or {}
+    if ctx.request_state == "round-2" and "step2" in responses:
+        return [text("Multi-round complete")]
+    if ctx.request_state == "round-1" and "step1" in responses:
+        return _needs({"step2": _ask_name("Step 2: What is your favorite color?", "color")}, "round-2")
+    return _needs({"step1": _ask_name("Step 1: What is your name?")}, "round-1")
+
+
+@server.tool()
+def test_input_required_result_tampered_state(ctx: Context) -> Any:
+    """State the SDK seals; a tampered one never reaches here."""
+    if not ctx.input_responses:
+        return _needs({"confirm": _ask_name("Confirm your name")}, "sealed")
+    return [text("state accepted")]
+
+
 @server.resource("test://static-text", mime_type="text/plain", description="A static text resource")
 def static_text() -> str:
     return "This is the content of the static text resource."
