@@ -466,3 +466,17 @@ def test_a_2026_input_required_result_is_checked_against_2026_and_its_retry_comp
         second = body_of(client.post(gateway.url, json=rpc(2, "tools/call", retry), headers=headers))
         assert second["result"]["content"][0]["text"] == "state-ok"
     assert report_of(tmp_path)["violations"] == {}
+
+
+def test_observe_mode_over_http_passes_an_invalid_call_on_and_counts_it(tmp_path: Path) -> None:
+    """Issue 9 / issue 5: observe as on STDIO: the frame passes unchanged, the violation is counted."""
+    with http_gateway(tmp_path, "--mode", "observe") as gateway, httpx.Client(timeout=WAIT) as client:
+        session_id = initialize(client, gateway.url)
+        headers = {**HEADERS, "Mcp-Session-Id": session_id}
+        client.post(gateway.url, json=rpc(1, "tools/list"), headers=headers)
+        call = rpc(2, "tools/call", {"name": "test_sampling", "arguments": {"prompt": 5}})
+        reply = body_of(client.post(gateway.url, json=call, headers=headers))
+        assert reply["id"] == 2 and reply["result"]["isError"] is True  # the upstream's own refusal
+    report = report_of(tmp_path)
+    assert report["violations"] == {"invalid_tool_input": 1}
+    assert report["frames"]["server_to_client"]["tools/call"] == 1

@@ -108,6 +108,15 @@ def _with_id(reply: Reply, request_id: RequestId) -> Reply:
     return replace(reply, document={**document, "id": request_id}, raw=None)
 
 
+def _document_of(raw: bytes) -> Mapping[str, Any]:
+    """A frame passed on unchecked (observe mode), as an object; ``{}`` when it is not one."""
+    try:
+        document = jsonio.loads(raw)
+    except jsonio.JSONSyntaxError:
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
 def _request_id_and_kind(document: Mapping[str, Any]) -> tuple[RequestId | None, bool]:
     """(id, is a request) of a relayed JSON-RPC document."""
     return document.get("id"), "method" in document and "id" in document
@@ -155,7 +164,7 @@ class _FrontSession:
             return reply, None
         raw, document = reply.to_bytes(), reply.document
         if document is None:
-            document = jsonio.loads(raw)  # observe mode passes frames on without their document
+            document = _document_of(raw)  # observe mode passes frames on without their document
         request_id, is_request = _request_id_and_kind(document)
         stream = None
         if is_request and request_id is not None:
@@ -222,7 +231,10 @@ class _FrontSession:
 
     def _route(self, reply: Reply) -> None:
         raw = reply.to_bytes()
-        document = reply.document if reply.document is not None else jsonio.loads(raw)
+        document = reply.document if reply.document is not None else _document_of(raw)
+        if not document:
+            log.warning("gateway: an upstream frame that is no JSON-RPC object was not delivered")
+            return
         request_id = document.get("id")
         if "method" not in document:  # a response: to the request it answers, and its stream ends
             self.last_seen = time.monotonic()  # idle time counts from the last reply, not the request
