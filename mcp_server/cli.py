@@ -12,11 +12,11 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .redaction import Redactor
@@ -25,6 +25,7 @@ from .settings import Settings, SetupError, parse_host_port
 
 if TYPE_CHECKING:
     from .events import EventLog
+    from .gateway.upstream import Upstream
 
 __all__ = ["main"]
 
@@ -59,10 +60,14 @@ def _parser() -> argparse.ArgumentParser:
         "gateway",
         parents=[logs],
         help="a validating proxy in front of an MCP server",
-        usage="mcp-server gateway [--listen stdio|unix:PATH] [--mode enforce|observe] [--config FILE] "
-        "(--upstream URL | -- COMMAND ...)",
+        usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
+        "[--config FILE] (--upstream URL | -- COMMAND ...)",
     )
-    gateway.add_argument("--listen", default="stdio", help="where clients connect: stdio or unix:PATH")
+    gateway.add_argument(
+        "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
+    )
+    gateway.add_argument("--max-sessions", type=int, default=100, help="HTTP: open client sessions at most")
+    gateway.add_argument("--idle-timeout", type=float, default=600.0, help="HTTP: seconds before an idle session ends")
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
@@ -259,12 +264,22 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
     from .boundary import load_boundary
     from .gateway.config import GatewayConfig
-    from .gateway.run import run_gateway, run_gateway_unix
-    from .gateway.upstream import HttpUpstream, StdioUpstream, Upstream
+    from .gateway.upstream import HttpUpstream, StdioUpstream
 
     listen = args.listen
-    if listen != "stdio" and not (listen.startswith("unix:") and len(listen) > len("unix:")):
-        raise SetupError(f"--listen must be stdio or unix:PATH, got {listen!r}")
+    if listen.startswith("http:"):
+        from .gateway.http_front import parse_listen_url
+
+        front = "http"
+        parse_listen_url(listen)  # a bad URL is refused before anything starts
+        if args.max_sessions <= 0 or args.idle_timeout <= 0:
+            raise SetupError("--max-sessions and --idle-timeout must be positive")
+    elif listen == "stdio" or (listen.startswith("unix:") and len(listen) > len("unix:")):
+        front = "stdio" if listen == "stdio" else "socket"
+    else:
+        raise SetupError(f"--listen must be stdio, unix:PATH or http://HOST:PORT/PATH, got {listen!r}")
+    if args.upstream and command:
+        raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     settings = Settings.from_env(environ)
     registry = SchemaRegistry()
     config = GatewayConfig.load(args.config, registry, mode=args.mode)
@@ -275,8 +290,6 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         if reason is not None:
             raise SetupError(f"--upstream {args.upstream}: refused by the policy ({reason})")
     policy = boundary.policy if boundary.policy_file is not None else None
-    if args.upstream and command:
-        raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
 
     def new_upstream() -> Upstream:
         if args.upstream:
@@ -289,26 +302,26 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         )
 
     upstream = new_upstream()
-    runs_dir = settings.runs_dir
     ready = f"upstream={boundary.policy.redactor.redact_text(upstream.name)[0]} policy={config.mode.value}"
     events = _open_log(_event_log(settings, args, "gateway"), boundary.policy.redactor)
-    front = "stdio" if listen == "stdio" else "socket"
     events.emit("start", status="started", transport=front, detail={"mode": "gateway"})
+    shared: dict[str, Any] = {
+        "registry": registry,
+        "config": config,
+        "runs_dir": settings.runs_dir,
+        "policy": policy,
+        "events": events,
+    }
     try:
-        if listen == "stdio":
+        if front == "stdio":
+            from .gateway.run import run_gateway
+
             _write_ready(settings.ready_file)
             _say(f"mcp:ready mode=gateway listen=stdio {ready}")
-            return asyncio.run(
-                run_gateway(
-                    upstream,
-                    registry=registry,
-                    config=config,
-                    max_frame_bytes=settings.max_frame_bytes,
-                    runs_dir=runs_dir,
-                    policy=policy,
-                    events=events,
-                )
-            )
+            return asyncio.run(run_gateway(upstream, max_frame_bytes=settings.max_frame_bytes, **shared))
+        if front == "http":
+            return _gateway_http(args, settings, new_upstream, ready, shared)
+        from .gateway.run import run_gateway_unix
         from .transport.unix_socket import bind_unix_socket
 
         path = Path(listen.removeprefix("unix:"))
@@ -321,15 +334,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         try:
             return asyncio.run(
                 run_gateway_unix(
-                    new_upstream,
-                    listener,
-                    registry=registry,
-                    config=config,
-                    max_frame_bytes=settings.max_frame_bytes,
-                    runs_dir=runs_dir,
-                    on_ready=on_ready,
-                    policy=policy,
-                    events=events,
+                    new_upstream, listener, max_frame_bytes=settings.max_frame_bytes, on_ready=on_ready, **shared
                 )
             )
         finally:
@@ -341,6 +346,39 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         events.emit("stop", status="stopped", transport=front, detail={"mode": "gateway"})
         events.close()
         _say("mcp:shutdown mode=gateway")
+
+
+def _gateway_http(
+    args: argparse.Namespace,
+    settings: Settings,
+    new_upstream: Callable[[], Upstream],
+    ready_line: str,
+    shared: Mapping[str, Any],
+) -> int:
+    """The gateway's Streamable HTTP front (``--listen http://HOST:PORT/PATH``)."""
+    from .gateway.http_front import FrontOptions, parse_listen_url, run_gateway_http
+    from .transport.http import bind_tcp
+
+    host, port, path = parse_listen_url(args.listen)
+    try:
+        listener = bind_tcp(host, port)
+    except OSError as exc:
+        raise SetupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound_host, bound_port = listener.getsockname()[:2]
+    url = f"http://{'[' + bound_host + ']' if ':' in bound_host else bound_host}:{bound_port}{path}"
+    options = FrontOptions(
+        path=path,
+        allowed_hosts=settings.allowed_hosts,
+        max_sessions=args.max_sessions,
+        idle_seconds=args.idle_timeout,
+        max_frame_bytes=settings.max_frame_bytes,
+    )
+
+    def ready() -> None:
+        _write_ready(settings.ready_file, url)
+        _say(f"mcp:ready mode=gateway listen={url} {ready_line}")
+
+    return asyncio.run(run_gateway_http(new_upstream, listener, options=options, on_ready=ready, **shared))
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

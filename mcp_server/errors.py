@@ -86,6 +86,8 @@ class CanonicalError(Enum):
     # The REST face (POST /execute): a body that is not the documented request object.
     INVALID_REQUEST_BODY = (-32600, 400, "Invalid request body", "validation_failed")
     DEPENDENCY_UNAVAILABLE = (-32603, 503, "A dependency is unreachable", "unavailable")
+    # Streamable HTTP: the session's GET stream is open already (one per session).
+    STREAM_ALREADY_OPEN = (-32600, 409, "A GET stream is open for this session already", "invalid_state")
 
     def __init__(
         self,

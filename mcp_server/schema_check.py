@@ -76,6 +76,11 @@ def governing_version(
 ) -> str:
     """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``)."""
     if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
+        if session.protocol_version is None and message.id is not None:
+            # A stateless request's reply is of the version the request stated (2026-07-28).
+            stated = session.pending_versions.get((_opposite(direction), message.id))
+            if stated in registry.stateless_versions:
+                return stated
         return session.protocol_version or registry.latest_handshake
     if _is_own_tool_method(registry, message, tools):
         return session.protocol_version or registry.latest
@@ -126,6 +131,7 @@ def check_message(
         key = (_opposite(direction), message.id)
         method = session.pending.pop(key, None)
         tool = session.pending_tools.pop(key, None)
+        session.pending_versions.pop(key, None)
         if method is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
         if message.kind is ERROR_RESPONSE:

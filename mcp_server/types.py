@@ -96,6 +96,7 @@ class Session:
         "peer",
         "pending",
         "pending_tools",
+        "pending_versions",
         "protocol_version",
     )
 
@@ -112,12 +113,25 @@ class Session:
         self.pending_tools: dict[tuple[Direction, RequestId], str] = {}
         # How to send the client a request of the server's own (elicitation), on transports that can.
         self.peer: PeerChannel | None = None
+        # The version each pending request stated for itself (2026-07-28: no session version).
+        self.pending_versions: dict[tuple[Direction, RequestId], str] = {}
 
-    def expect_reply(self, direction: Direction, request_id: RequestId, method: str, tool: str | None = None) -> None:
-        """Record a request sent in ``direction`` so its response is checked against its result type."""
+    def expect_reply(
+        self,
+        direction: Direction,
+        request_id: RequestId,
+        method: str,
+        tool: str | None = None,
+        *,
+        version: str | None = None,
+    ) -> None:
+        """Record a request sent in ``direction`` so its response is checked against its result type
+        (of ``version``, when the request stated its own)."""
         self.pending[(direction, request_id)] = method
         if tool is not None:
             self.pending_tools[(direction, request_id)] = tool
+        if version is not None:
+            self.pending_versions[(direction, request_id)] = version
 
 
 _NO_ANNOTATIONS: Mapping[str, Any] = MappingProxyType({})

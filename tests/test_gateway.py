@@ -480,7 +480,7 @@ def test_a_bad_listen_value_exits_2(tmp_path: Path) -> None:
         gateway_command("--listen", "tcp:9"), capture_output=True, timeout=WAIT, env=server_env(tmp_path)
     )
     assert process.returncode == 2
-    assert "mcp:error reason=setup_failed detail=--listen must be stdio or unix:PATH" in process.stderr.decode()
+    assert "mcp:error reason=setup_failed detail=--listen must be stdio, unix:PATH or http" in process.stderr.decode()
 
 
 def test_an_upstream_that_stops_reading_makes_the_gateway_stop_reading_not_buffer(tmp_path: Path) -> None:

@@ -51,7 +51,8 @@ def _remember(frame: Frame) -> None:
     message = frame.message
     if message is not None and message.kind is MessageKind.REQUEST and message.id is not None and message.method:
         tool = _tool_of(frame) if message.method == "tools/call" else None
-        frame.session.expect_reply(frame.direction, message.id, message.method, tool)
+        stated = frame.version if frame.session.protocol_version is None else None
+        frame.session.expect_reply(frame.direction, message.id, message.method, tool, version=stated)
 
 
 def relay(report: ConformanceReport) -> Handler:

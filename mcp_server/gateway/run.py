@@ -34,7 +34,7 @@ from ..transport.ndjson import LineSplitter
 from ..transport.signals import stop_on_signals
 from ..transport.stdio import start_reader
 from ..transport.unix_socket import accept_until_stopped, chunks_of
-from ..types import Direction, Frame, Message, MessageKind, Reply, RequestId, Session
+from ..types import Direction, Frame, Handler, Message, MessageKind, Reply, RequestId, Session
 from .config import GatewayConfig
 from .deadlines import CallDeadlines
 from .relay import emit, relay, track_session, verdict
@@ -42,7 +42,7 @@ from .report import ConformanceReport, render_table
 from .tools import UpstreamTools
 from .upstream import Upstream
 
-__all__ = ["run_gateway", "run_gateway_unix"]
+__all__ = ["Checks", "publish", "run_gateway", "run_gateway_unix", "session_chain", "unavailable_replies"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -63,7 +63,7 @@ class _ClientOut:
             self.closed = True
 
 
-class _Checks(NamedTuple):
+class Checks(NamedTuple):
     """What every session of one gateway run shares: the schemas, the rules, the report, the limit."""
 
     registry: SchemaRegistry
@@ -72,6 +72,7 @@ class _Checks(NamedTuple):
     max_frame_bytes: int
     policy: Policy | None = None
     events: EventLog | None = None
+    can_elicit: bool = True  # the front can ask its client to approve a held call
 
 
 async def run_gateway(
@@ -95,18 +96,18 @@ async def run_gateway(
     async def write(data: bytes) -> None:
         client.write(data)
 
-    with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
+    with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir))) as stop:
         try:
             return await _session(
                 upstream,
                 start_reader(stdin_fd).get,
                 write,
                 transport="stdio",
-                checks=_Checks(registry, config, report, max_frame_bytes, policy, events),
+                checks=Checks(registry, config, report, max_frame_bytes, policy, events),
                 stop=stop,
             )
         finally:
-            _publish(report, runs_dir)
+            publish(report, runs_dir)
 
 
 async def run_gateway_unix(
@@ -126,8 +127,8 @@ async def run_gateway_unix(
     report = ConformanceReport(
         upstream=new_upstream().name, mode=config.mode.value, redactor=_redactor(policy), events=events
     )
-    checks = _Checks(registry, config, report, max_frame_bytes, policy, events)
-    with stop_on_signals((signal.SIGUSR1, lambda: _publish(report, runs_dir))) as stop:
+    checks = Checks(registry, config, report, max_frame_bytes, policy, events)
+    with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir))) as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             async def write(data: bytes) -> None:
@@ -142,7 +143,7 @@ async def run_gateway_unix(
         try:
             await accept_until_stopped(listener, connection, stop=stop, on_ready=on_ready)
         finally:
-            _publish(report, runs_dir)
+            publish(report, runs_dir)
     return 0
 
 
@@ -152,22 +153,12 @@ async def _session(
     write: Callable[[bytes], Awaitable[None]],
     *,
     transport: str,
-    checks: _Checks,
+    checks: Checks,
     stop: asyncio.Event,
 ) -> int:
     """One client and one upstream, both directions through the chain, until either side ends."""
-    registry, config, report, max_frame_bytes, policy, events = checks
-    tools = UpstreamTools(registry)
-    chain = build_chain(
-        relay(report),
-        registry=registry,
-        tools=tools,
-        max_frame_bytes=max_frame_bytes,
-        policy=None if policy is None else policy_stage(policy, can_hold=_can_elicit(policy)),
-        verdict=verdict(config, report, registry),
-        after_check=[track_session(config, report, tools)],
-        events=events,
-    )
+    registry, _, report, max_frame_bytes, policy, events, _ = checks
+    chain = session_chain(checks)
     session = Session()
     await upstream.start()
     if events is not None:
@@ -320,25 +311,7 @@ async def _session(
     status = 0
     if upstream_task.done() and not client_task.done():
         # The upstream went away first: nobody will answer what the client is waiting for.
-        for (direction, request_id), method in sorted(session.pending.items(), key=lambda item: str(item[0][1])):
-            if direction is not Direction.CLIENT_TO_SERVER:
-                continue
-            stand_in = Frame(
-                raw=b"",
-                transport=transport,
-                session=session,
-                message=Message(kind=MessageKind.REQUEST, id=request_id, method=method),
-            )
-            report.violation(
-                "upstream_unavailable",
-                direction=Direction.SERVER_TO_CLIENT,
-                method=method,
-                request_id=request_id,
-                action="answered",
-            )
-            rendered = render_rejection(
-                Rejection(CanonicalError.UPSTREAM_UNAVAILABLE, frame=stand_in), stand_in, registry
-            )
+        for _, rendered in unavailable_replies(session, checks, transport):
             with contextlib.suppress(ConnectionError, OSError):
                 await deliver(rendered, towards_upstream=False)
         session.pending.clear()
@@ -389,7 +362,52 @@ def _redactor(policy: Policy | None) -> Redactor:
     return policy.redactor if policy is not None else Redactor.build()
 
 
-def _publish(report: ConformanceReport, runs_dir: Path) -> None:
+def session_chain(checks: Checks) -> Handler:
+    """The one chain of a gateway session, both directions: the checks, the verdict, the relay."""
+    registry, config, report, max_frame_bytes, policy, events, can_elicit = checks
+    tools = UpstreamTools(registry)
+    can_hold = _can_elicit(policy) if policy is not None and can_elicit else (lambda _: False)
+    return build_chain(
+        relay(report),
+        registry=registry,
+        tools=tools,
+        max_frame_bytes=max_frame_bytes,
+        policy=None if policy is None else policy_stage(policy, can_hold=can_hold),
+        verdict=verdict(config, report, registry),
+        after_check=[track_session(config, report, tools)],
+        events=events,
+    )
+
+
+def unavailable_replies(session: Session, checks: Checks, transport: str) -> list[tuple[RequestId, Reply]]:
+    """UPSTREAM_UNAVAILABLE for every client request still pending in ``session`` (the upstream is
+    gone: nobody else will answer them), each counted in the report."""
+    replies = []
+    for (direction, request_id), method in sorted(session.pending.items(), key=lambda item: str(item[0][1])):
+        if direction is not Direction.CLIENT_TO_SERVER:
+            continue
+        stand_in = Frame(
+            raw=b"",
+            transport=transport,
+            session=session,
+            message=Message(kind=MessageKind.REQUEST, id=request_id, method=method),
+        )
+        checks.report.violation(
+            "upstream_unavailable",
+            direction=Direction.SERVER_TO_CLIENT,
+            method=method,
+            request_id=request_id,
+            action="answered",
+        )
+        rendered = render_rejection(
+            Rejection(CanonicalError.UPSTREAM_UNAVAILABLE, frame=stand_in), stand_in, checks.registry
+        )
+        if rendered is not None:
+            replies.append((request_id, rendered))
+    return replies
+
+
+def publish(report: ConformanceReport, runs_dir: Path) -> None:
     path = report.write(runs_dir)
     sys.stderr.write(render_table(report.to_document()))
     sys.stderr.write(f"mcp:report path={path}\n")

@@ -6,7 +6,8 @@ Accept, Content-Type, the body cap (read in chunks, refused past the limit witho
 and sessions: ``Mcp-Session-Id`` is issued when an ``initialize`` on a stateful version succeeds
 and required afterwards (404 for an unknown one, DELETE ends it). Under 2026-07-28 there are no
 sessions; the chain checks the routing headers against the body. Every refusal's status comes
-from the error catalogue.
+from the error catalogue. The request-level checks are functions, shared with the gateway's HTTP
+front (``gateway/http_front.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,26 @@ from ..types import Direction, Frame, Handler, Reply, Session
 from .rest import RestFace
 from .signals import stop_on_signals
 
-__all__ = ["HttpOptions", "McpHttpApp", "bind_tcp", "serve_http"]
+__all__ = [
+    "HttpOptions",
+    "McpHttpApp",
+    "PostAccepts",
+    "Receive",
+    "Scope",
+    "Send",
+    "accepts_event_stream",
+    "allowed_hosts",
+    "bind_tcp",
+    "check_post",
+    "host_allowed",
+    "read_body",
+    "refuse",
+    "request_headers",
+    "respond",
+    "send_reply",
+    "serve_http",
+    "sse_event",
+]
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -66,6 +86,127 @@ def _media_types(value: str) -> list[str]:
     return [part.split(";", 1)[0].strip().lower() for part in value.split(",") if part.strip()]
 
 
+# -- The request-level checks, shared by every HTTP front (this app and the gateway's) -----------
+
+
+def allowed_hosts(extra: Iterable[str]) -> frozenset[str]:
+    """Loopback names plus the configured ones: what Host and Origin may name."""
+    return frozenset(_LOOPBACK_HOSTS) | {_host_name(h) for h in extra}
+
+
+def request_headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def host_allowed(allowed: frozenset[str], headers: Mapping[str, str]) -> bool:
+    """DNS-rebinding protection (spec: transports, "Security Warning"): Host and Origin must be allowed."""
+    host = headers.get("host")
+    if host is not None and _host_name(host) not in allowed:
+        return False
+    origin = headers.get("origin")
+    return origin is None or _origin_host(origin) in allowed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PostAccepts:
+    json: bool
+    sse: bool
+
+
+def check_post(headers: Mapping[str, str]) -> PostAccepts:
+    """Accept and Content-Type of a POST to the MCP endpoint; ``Rejection`` when either is wrong."""
+    accepted = _media_types(headers.get("accept", ""))
+    accepts = PostAccepts(
+        json=any(t in ("application/json", "application/*", "*/*") for t in accepted),
+        sse="text/event-stream" in accepted,
+    )
+    if not (accepts.json or accepts.sse):
+        raise Rejection(CanonicalError.NOT_ACCEPTABLE)
+    if _media_types(headers.get("content-type", ""))[:1] != ["application/json"]:
+        raise Rejection(CanonicalError.UNSUPPORTED_MEDIA_TYPE)
+    return accepts
+
+
+def accepts_event_stream(headers: Mapping[str, str]) -> bool:
+    return "text/event-stream" in _media_types(headers.get("accept", ""))
+
+
+async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> tuple[bytes, int]:
+    """The body, or ``(b"", size)`` past the cap: a larger body is never held whole."""
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return b"", int(declared)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", size  # stop reading; the server closes the connection after the reply
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks), size
+
+
+def sse_event(raw: bytes) -> bytes:
+    """One frame as one SSE ``message`` event (a frame with newlines takes several ``data`` lines)."""
+    if b"\n" in raw:
+        raw = raw.replace(b"\r\n", b"\n").replace(b"\n", b"\ndata: ")
+    return b"event: message\ndata: " + raw + b"\n\n"
+
+
+async def send_reply(send: Send, reply: Reply, accepts: PostAccepts, extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """A reply as the whole response: JSON when the client takes it, else one SSE event."""
+    status = reply.error.http_status if reply.error is not None else 200
+    body = reply.to_bytes()
+    if accepts.json:
+        await respond(send, status, body, b"application/json", extra)
+    else:
+        await respond(send, status, sse_event(body), b"text/event-stream", extra)
+
+
+async def refuse(
+    send: Send,
+    error: CanonicalError,
+    errors: Iterable[Mapping[str, Any]] = (),
+    extra_headers: Iterable[tuple[bytes, bytes]] = (),
+    *,
+    events: EventLog | None = None,
+) -> None:
+    """Answer an HTTP-level refusal: the member's status and a JSON-RPC error body (id null).
+    With ``events``, the refused request is logged as a frame that never reached the chain."""
+    rejection = Rejection(error, list(errors))
+    reply: Reply = error_reply(rejection)
+    body = reply.to_bytes()
+    if events is not None:
+        events.emit(
+            "frame",
+            transport="http",
+            direction=Direction.CLIENT_TO_SERVER.value,
+            status="error",
+            bytes_out=len(body),
+            error={"code": error.slug, "message": error.message, "details": list(rejection.errors)},
+        )
+    await respond(send, error.http_status, body, b"application/json", extra_headers)
+
+
+async def respond(
+    send: Send, status: int, body: bytes, content_type: bytes | None, extra: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    headers = [(b"content-length", str(len(body)).encode())]
+    if content_type is not None:
+        headers.append((b"content-type", content_type))
+        if content_type == b"text/event-stream":
+            headers.append((b"cache-control", b"no-cache"))
+    headers.extend(extra)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class McpHttpApp:
     """The ASGI application. Sessions live in memory, one ``Session`` per ``Mcp-Session-Id``."""
 
@@ -85,16 +226,16 @@ class McpHttpApp:
         self.events = events  # a request refused before it reaches the chain is still a frame in the log
         self.registry = registry
         self.options = options
-        self.allowed = frozenset(_LOOPBACK_HOSTS) | {_host_name(h) for h in options.allowed_hosts}
+        self.allowed = allowed_hosts(options.allowed_hosts)
         self.sessions: dict[str, Session] = {}
         self._last_seen: dict[str, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # lifespan and websockets: nothing to do
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = request_headers(scope)
         path = scope["path"].rstrip("/") or "/"
-        if not self._host_allowed(headers):
+        if not host_allowed(self.allowed, headers):
             await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
         elif path == "/mcp":
             await self._mcp(scope, receive, send, headers)
@@ -103,18 +244,9 @@ class McpHttpApp:
         elif path == "/health" and scope["method"] == "GET":
             await self._health(send)
         elif path == "/metrics" and scope["method"] == "GET" and self.metrics is not None:
-            await _respond(send, 200, self.metrics.render(), CONTENT_TYPE.encode())
+            await respond(send, 200, self.metrics.render(), CONTENT_TYPE.encode())
         else:
             await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
-
-    # -- HTTP-level checks ---------------------------------------------------------------
-
-    def _host_allowed(self, headers: Mapping[str, str]) -> bool:
-        host = headers.get("host")
-        if host is not None and _host_name(host) not in self.allowed:
-            return False
-        origin = headers.get("origin")
-        return origin is None or _origin_host(origin) in self.allowed
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
         method = scope["method"]
@@ -128,13 +260,10 @@ class McpHttpApp:
             )
 
     async def _post(self, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
-        accepted = _media_types(headers.get("accept", ""))
-        wants_json = any(t in ("application/json", "application/*", "*/*") for t in accepted)
-        wants_sse = "text/event-stream" in accepted
-        if not (wants_json or wants_sse):
-            return await self._refuse(send, CanonicalError.NOT_ACCEPTABLE)
-        if _media_types(headers.get("content-type", ""))[:1] != ["application/json"]:
-            return await self._refuse(send, CanonicalError.UNSUPPORTED_MEDIA_TYPE)
+        try:
+            accepts = check_post(headers)
+        except Rejection as rejection:
+            return await self._refuse(send, rejection.error)
         session_id = headers.get("mcp-session-id")
         if session_id is not None:
             session = self.sessions.get(session_id)
@@ -143,14 +272,14 @@ class McpHttpApp:
             self._last_seen[session_id] = time.monotonic()
             announced = headers.get("mcp-protocol-version")
             if announced is not None and announced != session.protocol_version:
-                return await self._refuse(
+                return await refuse(
                     send,
                     CanonicalError.HEADER_MISMATCH,
                     [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not the session's version"}],
                 )
         else:
             session = Session()
-        raw, size = await self._read_body(receive, headers)
+        raw, size = await read_body(receive, headers, self.options.max_frame_bytes)
         frame = Frame(raw=raw, size=size, transport="http", session=session, headers=headers)
         reply = await self.handler(frame)
         extra: list[tuple[bytes, bytes]] = []
@@ -162,34 +291,8 @@ class McpHttpApp:
             else:
                 extra.append((b"mcp-session-id", session.id.encode()))
         if reply is None:  # a notification or a response: accepted, nothing to say
-            return await _respond(send, 202, b"", None, extra)
-        status = reply.error.http_status if reply.error is not None else 200
-        body = reply.to_bytes()
-        if wants_json:
-            await _respond(send, status, body, b"application/json", extra)
-        else:
-            await _respond(send, status, b"event: message\ndata: " + body + b"\n\n", b"text/event-stream", extra)
-
-    async def _read_body(self, receive: Receive, headers: Mapping[str, str]) -> tuple[bytes, int]:
-        """The body, or ``(b"", size)`` past the cap: a larger body is never held whole."""
-        limit = self.options.max_frame_bytes
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            return b"", int(declared)
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                return b"", size  # stop reading; the server closes the connection after the reply
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        return b"".join(chunks), size
+            return await respond(send, 202, b"", None, extra)
+        await send_reply(send, reply, accepts, extra)
 
     def _admit(self, session: Session) -> bool:
         """Register a new stateful session (idle ones expire first); ``False`` past the cap."""
@@ -212,7 +315,7 @@ class McpHttpApp:
         if self.sessions.pop(session_id, None) is None:
             return await self._refuse(send, CanonicalError.UNKNOWN_SESSION)
         self._last_seen.pop(session_id, None)
-        await _respond(send, 204, b"", None)
+        await respond(send, 204, b"", None)
 
     async def _health(self, send: Send) -> None:
         document = {
@@ -220,41 +323,16 @@ class McpHttpApp:
             "versions": list(self.registry.versions),
             "sessions": len(self.sessions),
         }
-        await _respond(send, 200, jsonio.dumps(document), b"application/json")
+        await respond(send, 200, jsonio.dumps(document), b"application/json")
 
     async def _refuse(
         self,
         send: Send,
         error: CanonicalError,
-        errors: list[dict[str, str]] | None = None,
+        errors: Iterable[Mapping[str, Any]] = (),
         extra_headers: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
-        rejection = Rejection(error, errors or ())
-        reply: Reply = error_reply(rejection)
-        body = reply.to_bytes()
-        if self.events is not None:
-            self.events.emit(
-                "frame",
-                transport="http",
-                direction=Direction.CLIENT_TO_SERVER.value,
-                status="error",
-                bytes_out=len(body),
-                error={"code": error.slug, "message": error.message, "details": list(rejection.errors)},
-            )
-        await _respond(send, error.http_status, body, b"application/json", extra_headers)
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, content_type: bytes | None, extra: Iterable[tuple[bytes, bytes]] = ()
-) -> None:
-    headers = [(b"content-length", str(len(body)).encode())]
-    if content_type is not None:
-        headers.append((b"content-type", content_type))
-        if content_type == b"text/event-stream":
-            headers.append((b"cache-control", b"no-cache"))
-    headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+        await refuse(send, error, errors, extra_headers, events=self.events)
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:
@@ -270,8 +348,56 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     return listener
 
 
-async def serve_http(app: McpHttpApp, listener: socket.socket, *, on_ready: Callable[[], None]) -> None:
-    """Serve ``app`` with uvicorn until SIGINT/SIGTERM; in-flight requests finish first."""
+class _CoalescingTransport:
+    """Writes made in one turn of the event loop leave together: a response's head and body go in
+    one send, so the client wakes once per response (uvicorn writes each ASGI message as it comes).
+    Everything but ``write`` and ``close`` is the transport's own."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._pending.append(data)
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _http_protocol() -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            # The stand-in has the transport's interface by delegation, not by type.
+            super().connection_made(_CoalescingTransport(transport))  # type: ignore[arg-type]
+
+    return CoalescingHttpToolsProtocol
+
+
+async def serve_http(
+    app: Callable[[Scope, Receive, Send], Awaitable[None]],
+    listener: socket.socket,
+    *,
+    on_ready: Callable[[], None],
+    signals: Iterable[tuple[int, Callable[[], None]]] = (),
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """Serve ``app`` with uvicorn until SIGINT/SIGTERM (and call the ``signals`` handlers given);
+    in-flight requests finish first, after ``on_stop`` has ended the ones that would not."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -279,7 +405,7 @@ async def serve_http(app: McpHttpApp, listener: socket.socket, *, on_ready: Call
         log_level="warning",
         access_log=False,
         lifespan="off",
-        http="httptools",
+        http=_http_protocol(),
         loop="asyncio",
         timeout_graceful_shutdown=30,
     )
@@ -290,7 +416,7 @@ async def serve_http(app: McpHttpApp, listener: socket.socket, *, on_ready: Call
             yield  # the signals are this loop's (below), not re-raised after shutdown
 
     server = Server(config)
-    with stop_on_signals() as stop:
+    with stop_on_signals(*signals) as stop:
         serving = asyncio.ensure_future(server.serve(sockets=[listener]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.01)
@@ -300,4 +426,6 @@ async def serve_http(app: McpHttpApp, listener: socket.socket, *, on_ready: Call
         await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
         server.should_exit = True  # uvicorn stops accepting and lets requests in flight finish
         stopping.cancel()
+        if on_stop is not None:
+            await on_stop()
         await serving
