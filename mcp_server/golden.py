@@ -26,7 +26,7 @@ from typing import Any
 from . import jsonio
 from .diff import diff_documents
 from .events import VOLATILE_FIELDS, read_events
-from .replay import ReplayError, load_script, replay_http, script_upstream
+from .replay import ReplayError, load_script, replay_http, script_args, script_upstream
 
 __all__ = ["TRANSPORTS", "GoldenDifference", "check_events", "main_golden", "run_script"]
 
@@ -44,14 +44,16 @@ class GoldenDifference:
     patch: list[dict[str, Any]]
 
 
-def _server_args(transport: str, workdir: Path, upstream: Sequence[str] | None) -> list[str]:
+def _server_args(
+    transport: str, workdir: Path, upstream: Sequence[str] | None, options: Sequence[str] = ()
+) -> list[str]:
     """The command line of the process under test, on ``transport``."""
     base = [sys.executable, "-m", "mcp_server"]
     if upstream is None:
         front = {"stdio": [], "socket": ["--socket", str(workdir / "mcp.sock")], "http": ["--http", "127.0.0.1:0"]}
-        return [*base, "serve", "--log-stream", "golden", *front[transport]]
+        return [*base, "serve", "--log-stream", "golden", *options, *front[transport]]
     listen = {"stdio": "stdio", "socket": f"unix:{workdir / 'mcp.sock'}", "http": "http://127.0.0.1:0/mcp"}
-    return [*base, "gateway", "--log-stream", "golden", "--listen", listen[transport], "--", *upstream]
+    return [*base, "gateway", "--log-stream", "golden", *options, "--listen", listen[transport], "--", *upstream]
 
 
 def _wait_ready(process: subprocess.Popen[bytes], ready: Path, stderr: Path) -> str:
@@ -128,10 +130,12 @@ def run_script(
     *,
     transport: str = "stdio",
     upstream: Sequence[str] | None = None,
+    options: Sequence[str] = (),
     deterministic: bool = True,
     environ: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Replay ``frames`` against a fresh server (or a gateway before ``upstream``); its events."""
+    """Replay ``frames`` against a fresh server (or a gateway before ``upstream``) started with
+    ``options``; its events."""
     if transport not in TRANSPORTS:
         raise ReplayError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     with tempfile.TemporaryDirectory(prefix="mcp-golden-") as temporary:
@@ -145,7 +149,7 @@ def run_script(
         for name in ("PYTHONPATH", "MCP_ALLOWED_HOSTS", "MCP_MAX_FRAME_BYTES"):
             if environ is not None and name in environ:
                 env[name] = environ[name]
-        command = _server_args(transport, workdir, upstream)
+        command = _server_args(transport, workdir, upstream, options)
         stderr_path = workdir / "stderr"
         with stderr_path.open("wb") as stderr:
             if transport == "stdio":
@@ -249,7 +253,13 @@ def main_golden(argv: Sequence[str]) -> int:
     try:
         frames = load_script(args.script)
         upstream = upstream or script_upstream(args.script)
-        actual = run_script(frames, transport=args.transport, upstream=upstream, deterministic=not args.live)
+        actual = run_script(
+            frames,
+            transport=args.transport,
+            upstream=upstream,
+            options=script_args(args.script),
+            deterministic=not args.live,
+        )
         if args.verb == "record":
             write_golden(args.output, actual)
             sys.stderr.write(f"mcp:golden recorded events={len(actual)} path={args.output}\n")

@@ -8,8 +8,9 @@ that frame's, so a frame that earns no reply is told from a slow one without wai
 Script format (JSON Lines), one frame per line:
 ``{"send": <JSON value>}`` a frame written compactly; ``{"raw": "<text>"}`` exact UTF-8 bytes
 (invalid JSON, say); ``{"oversized": N}`` an N-byte object frame, for the size guard.
-A first line ``{"upstream": [ARG, ...]}`` names the server a gateway fronts for this script
-(``{python}`` stands for the running interpreter, ``{script_dir}`` for the script's folder).
+A first line ``{"upstream": [ARG, ...], "args": [OPTION, ...]}`` names the server a gateway fronts
+for this script and options for the server or gateway (``{python}`` stands for the running
+interpreter, ``{script_dir}`` for the script's folder).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "replay_http",
     "replay_ndjson",
     "replay_socket",
+    "script_args",
     "script_upstream",
 ]
 
@@ -79,27 +81,39 @@ def load_script(path: Path) -> list[bytes]:
             entry = jsonio.loads(line)
         except jsonio.JSONSyntaxError:
             raise ReplayError(f"{path}:{number}: not JSON") from None
-        if number == 1 and isinstance(entry, dict) and "upstream" in entry:
+        if number == 1 and isinstance(entry, dict) and ("upstream" in entry or "args" in entry):
             continue  # the header: see script_upstream
         frames.append(_frame_of(entry, number))
     return frames
 
 
-def script_upstream(path: Path) -> list[str] | None:
-    """The upstream command a script's header names (``None``: the script is for ``serve``)."""
+def _header(path: Path) -> dict[str, Any]:
     try:
         with path.open(encoding="utf-8") as lines:
             first = lines.readline()
         header = jsonio.loads(first) if first.strip() else None
     except (OSError, UnicodeDecodeError, jsonio.JSONSyntaxError):
-        return None  # load_script reports what is wrong with the file
-    if not isinstance(header, dict) or "upstream" not in header:
-        return None
-    command = header["upstream"]
-    if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
-        raise ReplayError(f"{path}:1: 'upstream' must be a non-empty list of strings")
+        return {}  # load_script reports what is wrong with the file
+    return header if isinstance(header, dict) and ("upstream" in header or "args" in header) else {}
+
+
+def _arguments(path: Path, key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
+        raise ReplayError(f"{path}:1: {key!r} must be a non-empty list of strings")
     here = str(path.resolve().parent)
-    return [a.replace("{python}", sys.executable).replace("{script_dir}", here) for a in command]
+    return [a.replace("{python}", sys.executable).replace("{script_dir}", here) for a in value]
+
+
+def script_upstream(path: Path) -> list[str] | None:
+    """The upstream command a script's header names (``None``: the script is for ``serve``)."""
+    header = _header(path)
+    return _arguments(path, "upstream", header["upstream"]) if "upstream" in header else None
+
+
+def script_args(path: Path) -> list[str]:
+    """Options a script's header gives the server or gateway (``"args": ["--policy", ...]``)."""
+    header = _header(path)
+    return _arguments(path, "args", header["args"]) if "args" in header else []
 
 
 def _sync_frame(index: int) -> bytes:

@@ -15,7 +15,7 @@ import pytest
 from . import jsonio
 from .events import read_events
 from .golden import check_events, run_script, write_golden
-from .replay import load_script, script_upstream
+from .replay import load_script, script_args, script_upstream
 
 __all__ = ["mcp_golden", "pytest_addoption"]
 
@@ -46,6 +46,7 @@ def mcp_golden(request: Any) -> GoldenCheck:
             load_script(script),
             transport=transport,
             upstream=upstream or script_upstream(script),
+            options=script_args(script),
             deterministic=deterministic,
         )
         if update or not golden.exists():

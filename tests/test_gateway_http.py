@@ -480,3 +480,27 @@ def test_observe_mode_over_http_passes_an_invalid_call_on_and_counts_it(tmp_path
     report = report_of(tmp_path)
     assert report["violations"] == {"invalid_tool_input": 1}
     assert report["frames"]["server_to_client"]["tools/call"] == 1
+
+
+def test_metrics_over_the_gateway_front_count_both_directions_and_upstream_restarts(tmp_path: Path) -> None:
+    """Issue 7, Metrics: GET /metrics on the gateway's HTTP front: frames by direction, method and
+    status, violations by rule, upstream restarts (each session's upstream after the first)."""
+    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+        for _ in range(2):
+            session_id = initialize(client, gateway.url)
+            bad = rpc(1, "tools/call", {"name": "test_simple_text", "arguments": {"unexpected": 1}})
+            client.post(gateway.url, json=bad, headers={**HEADERS, "Mcp-Session-Id": session_id})
+        metrics_url = gateway.url.removesuffix("/mcp") + "/metrics"
+        deadline = time.monotonic() + WAIT
+        answered = 'mcp_frames_total{direction="server_to_client",method="initialize",status="ok"} 2.0'
+        while True:  # the log's writer feeds the metrics within its period
+            text = client.get(metrics_url).text
+            if answered in text or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        refused = client.post(metrics_url, json={}, headers=HEADERS)
+    assert 'mcp_frames_total{direction="client_to_server",method="initialize",status="ok"} 2.0' in text
+    assert answered in text
+    assert "mcp_upstream_restarts_total 1.0" in text
+    assert 'mcp_frame_duration_seconds_count{method="initialize"}' in text
+    assert_refused(refused, CanonicalError.HTTP_METHOD_NOT_ALLOWED)

@@ -57,11 +57,14 @@ def test_every_script_has_its_golden_and_together_they_cover_tools_errors_and_a_
         "not_initialized",
         "already_initialized",
         "unknown_response_id",
+        "policy_denied",
     }
     assert chain_errors <= codes
     assert any(script_upstream(s) for s in SCRIPTS)  # a gateway session
     statuses = {e["status"] for e in events if e["event"] == "frame"}
     assert {"ok", "tool_error", "error", "dropped"} <= statuses
+    assert {"policy", "violation", "upstream", "start", "stop"} <= {e["event"] for e in events}
+    assert any(e["redaction_applied"] for e in events)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "socket", "http"])

@@ -29,6 +29,8 @@ from .. import jsonio
 from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
 from ..events import EventLog
+from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from ..metrics import Metrics
 from ..policy import Policy
 from ..redaction import Redactor
 from ..registry import SchemaRegistry
@@ -311,9 +313,17 @@ class _FrontSession:
 class GatewayHttpApp:
     """The ASGI application of the gateway's HTTP front."""
 
-    def __init__(self, new_upstream: Callable[[], Upstream], checks: Checks, options: FrontOptions) -> None:
+    def __init__(
+        self,
+        new_upstream: Callable[[], Upstream],
+        checks: Checks,
+        options: FrontOptions,
+        *,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.new_upstream = new_upstream
         self.checks = checks
+        self.metrics = metrics
         self.options = options
         self.allowed = allowed_hosts(options.allowed_hosts)
         self.sessions: dict[str, _FrontSession] = {}
@@ -330,9 +340,15 @@ class GatewayHttpApp:
         if scope["type"] != "http":
             return
         headers = request_headers(scope)
+        path = scope["path"].rstrip("/") or "/"
         if not host_allowed(self.allowed, headers):
             await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
-        elif (scope["path"].rstrip("/") or "/") != self.options.path:
+        elif path == "/metrics" and path != self.options.path and self.metrics is not None:
+            if scope["method"] == "GET":
+                await respond(send, 200, self.metrics.render(), METRICS_CONTENT_TYPE.encode())
+            else:
+                await self._refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, extra_headers=[(b"allow", b"GET")])
+        elif path != self.options.path:
             await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
         elif scope["method"] == "POST":
             await self._post(receive, send, headers)
@@ -573,7 +589,11 @@ async def run_gateway_http(
     redactor = policy.redactor if policy is not None else Redactor.build()
     report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value, redactor=redactor, events=events)
     checks = Checks(registry, config, report, options.max_frame_bytes, policy, events, can_elicit=False)
-    app = GatewayHttpApp(new_upstream, checks, options)
+    metrics = None
+    if events is not None:
+        metrics = Metrics(registry)
+        events.add_sink(metrics.sink)
+    app = GatewayHttpApp(new_upstream, checks, options, metrics=metrics)
     reaper = asyncio.ensure_future(app.reap_forever())
     try:
         await serve_http(
