@@ -241,7 +241,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             from .metrics import Metrics
 
             metrics = Metrics(registry, extra_methods=[tool.name for tool in tools])
-            events.add_sink(metrics.sink)
+            events.count_with(metrics)
             rest = RestFace(
                 registry=registry,
                 gate=boundary.gate,

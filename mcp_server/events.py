@@ -24,11 +24,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import jsonio
 from .errors import CanonicalError, Rejection
 from .redaction import Redactor
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 from .stage import CheckStage
 from .types import Direction, Frame, Handler, MessageKind, Middleware, Reply, Session
 
@@ -57,10 +60,11 @@ _QUEUE_LIMIT = 65_536  # events held at most before the chain waits for the writ
 _WRITER_PERIOD = 0.05  # seconds: how stale the file may be under a trickle of events
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _OPEN_TRACES = 10_000  # requests whose trace id waits for the response, at most
+EMITTED_ROW = 5  # (seq, when, event, session_id, fields): the shape of a row ``emit`` queues
 _WRITER_EXIT_SECONDS = 60.0  # the writer process finishes what the pipe still holds
 
 Sink = Callable[[Mapping[str, Any]], None]
-"""Receives every finished event (on the writer thread): stderr, metrics."""
+"""Receives every finished event: stderr (in the writer process), or a sink of this process."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,11 +153,12 @@ class EventLog:
         self.run_id = self._derive("run") if self.deterministic else secrets.token_hex(8)
         self._seq = 0  # numbered by the producer, so the order is the chain's whatever the writer does
         self._sessions = 0
-        self._queue: deque[list[Any]] = deque()
+        self._queue: deque[tuple[Any, ...]] = deque()
         self._wake = threading.Event()
         self._room = threading.Condition()
         self._closing = False
-        self._sinks: list[Sink] = list(sinks)  # this process's own sinks (metrics), fed by the pump
+        self._metrics: Metrics | None = None
+        self._sinks: list[Sink] = list(sinks)  # this process's own sinks, fed by the pump
         self._stderr: Sink | None = None
         self._stderr_options: dict[str, Any] | None = None
         self._redactor: Redactor | None = None
@@ -168,8 +173,12 @@ class EventLog:
 
     # -- set-up ---------------------------------------------------------------------------
 
+    def count_with(self, metrics: Metrics) -> None:
+        """Count every row in ``metrics`` as it is queued (plain arithmetic on this thread)."""
+        self._metrics = metrics
+
     def add_sink(self, sink: Sink) -> None:
-        """A sink in this process (metrics); it sees every event, built on the pump thread."""
+        """A sink in this process; it sees every event, built on the pump thread."""
         self._sinks.append(sink)
 
     def set_stderr(self, *, format: str, every_event: bool) -> None:
@@ -277,7 +286,7 @@ class EventLog:
             error = None
         else:
             denied = bool(rejection.extra.get("policy_violation"))
-            error = [rejection.error.name, rejection.errors, denied]
+            error = (rejection.error.name, rejection.errors, denied)
             if denied and not draft.told:  # a policy decision is an event of its own, before the frame's
                 member = rejection.error
                 self.emit(
@@ -295,7 +304,7 @@ class EventLog:
             route = "relay" if to_peer and reply_document is None else None
         self._seq += 1
         self._put(
-            [
+            (
                 self._seq,
                 time.time(),
                 "frame",
@@ -317,7 +326,7 @@ class EventLog:
                 step if type(step) is int else None,
                 attempt if type(attempt) is int else None,
                 draft.action,
-            ]
+            )
         )
 
     def emit(self, event: str, *, session: Session | None = None, **fields: Any) -> None:
@@ -328,9 +337,11 @@ class EventLog:
             if draft is not None:
                 draft.told = True
         self._seq += 1
-        self._put([self._seq, time.time(), event, session_id, fields])
+        self._put((self._seq, time.time(), event, session_id, fields))
 
-    def _put(self, row: list[Any]) -> None:
+    def _put(self, row: tuple[Any, ...]) -> None:
+        if self._metrics is not None:
+            self._metrics.count(row)
         queue = self._queue
         queue.append(row)
         size = len(queue)
@@ -362,7 +373,7 @@ class EventLog:
             if closing:
                 return
 
-    def _send(self, rows: list[list[Any]]) -> None:
+    def _send(self, rows: Sequence[Sequence[Any]]) -> None:
         if self._fallback is None:
             assert self._writer is not None and self._writer.stdin is not None
             try:
@@ -412,8 +423,8 @@ class EventFormatter:
                 self._open_traces.popitem(last=False)
         return trace
 
-    def build(self, row: list[Any]) -> dict[str, Any]:
-        if row[2] != "frame":
+    def build(self, row: Sequence[Any]) -> dict[str, Any]:
+        if len(row) == EMITTED_ROW:  # an event given by its fields (a frame refused before the chain, too)
             seq, when, event, session_id, fields = row
             document = {"ts": self._ts(when), "run_id": self.run_id, "seq": seq, "event": event}
             document["session_id"] = session_id
@@ -502,7 +513,7 @@ class _FileWriter:
         self.formatter = formatter
         self.stderr = stderr
 
-    def write(self, rows: Sequence[list[Any]]) -> None:
+    def write(self, rows: Sequence[Sequence[Any]]) -> None:
         lines = []
         for row in rows:
             event = self.formatter.build(row)

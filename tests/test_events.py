@@ -378,3 +378,19 @@ def test_policy_denials_are_events_and_secrets_never_reach_the_log(tmp_path: Pat
     assert policy["seq"] < denied["seq"] and denied["policy_violation"] is True
     assert invalid["error"]["code"] == "invalid_tool_input" and invalid["redaction_applied"] is True
     assert "[REDACTED]" in jsonio.dumps(invalid["error"]["details"]).decode()
+
+
+def test_a_request_refused_before_the_chain_is_still_an_event(tmp_path: Path, log_validator: Any) -> None:
+    """Issue 7: every frame is logged, also one the HTTP transport refuses itself (403 bad Host)."""
+    runs = tmp_path / "runs"
+    with serving(tmp_path, ["--http", "127.0.0.1:0"], MCP_RUNS_DIR=str(runs), MCP_DETERMINISTIC="1") as server:
+        headers = {"Accept": "application/json", "Content-Type": "application/json", "Host": "evil.example"}
+        refused = httpx.post(server.address, content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}', headers=headers)
+        assert refused.status_code == 403
+        assert server.stop() == 0
+    events = list(read_events(latest(runs)))
+    assert all(violations(log_validator, e) == [] for e in events)
+    [frame] = [e for e in events if e["event"] == "frame"]
+    assert (frame["status"], frame["error"]["code"], frame["transport"]) == ("error", "host_not_allowed", "http")
+    assert frame["bytes_out"] == len(refused.content)
+    assert events[-1]["event"] == "stop"

@@ -592,7 +592,7 @@ async def run_gateway_http(
     metrics = None
     if events is not None:
         metrics = Metrics(registry)
-        events.add_sink(metrics.sink)
+        events.count_with(metrics)
     app = GatewayHttpApp(new_upstream, checks, options, metrics=metrics)
     reaper = asyncio.ensure_future(app.reap_forever())
     try:
