@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -216,17 +217,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
             asyncio.run(serve_unix_socket(handler, listener, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
         else:
-            from .transport.http import HttpOptions, McpHttpApp, bind_tcp, serve_http
+            from .transport.http import HttpOptions, McpHttpApp, serve_http
             from .transport.rest import RestFace
 
-            try:
-                listener = bind_tcp(settings.http_host, settings.http_port)
-            except OSError as exc:
-                raise SetupError(
-                    f"cannot listen on {settings.http_host}:{settings.http_port}: {exc.strerror}"
-                ) from None
-            host, port = listener.getsockname()[:2]
-            url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
+            listener, url = _listen_tcp(settings.http_host, settings.http_port, "/mcp")
             options = HttpOptions(
                 max_frame_bytes=settings.max_frame_bytes,
                 allowed_hosts=settings.allowed_hosts,
@@ -348,6 +342,18 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         _say("mcp:shutdown mode=gateway")
 
 
+def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
+    """A listening socket bound before the server starts, and its URL (port 0: the one picked)."""
+    from .transport.http import bind_tcp
+
+    try:
+        listener = bind_tcp(host, port)
+    except OSError as exc:
+        raise SetupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound_host, bound_port = listener.getsockname()[:2]
+    return listener, f"http://{'[' + bound_host + ']' if ':' in bound_host else bound_host}:{bound_port}{path}"
+
+
 def _gateway_http(
     args: argparse.Namespace,
     settings: Settings,
@@ -357,15 +363,9 @@ def _gateway_http(
 ) -> int:
     """The gateway's Streamable HTTP front (``--listen http://HOST:PORT/PATH``)."""
     from .gateway.http_front import FrontOptions, parse_listen_url, run_gateway_http
-    from .transport.http import bind_tcp
 
     host, port, path = parse_listen_url(args.listen)
-    try:
-        listener = bind_tcp(host, port)
-    except OSError as exc:
-        raise SetupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    bound_host, bound_port = listener.getsockname()[:2]
-    url = f"http://{'[' + bound_host + ']' if ':' in bound_host else bound_host}:{bound_port}{path}"
+    listener, url = _listen_tcp(host, port, path)
     options = FrontOptions(
         path=path,
         allowed_hosts=settings.allowed_hosts,

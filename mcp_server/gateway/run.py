@@ -172,6 +172,16 @@ async def _session(
         else:
             await write(reply.to_bytes())
 
+    def _call_stand_in(request_id: RequestId) -> Frame:
+        """The client's ``tools/call`` of ``request_id``, for the gateway to answer in its place."""
+        return Frame(
+            raw=b"",
+            transport=transport,
+            session=session,
+            message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
+            version=session.protocol_version,
+        )
+
     expiries: set[asyncio.Task[None]] = set()
 
     async def expire(request_id: RequestId, tool: str) -> None:
@@ -195,13 +205,7 @@ async def _session(
                 action="cancelled",
             )
         )
-        stand_in = Frame(
-            raw=b"",
-            transport=transport,
-            session=session,
-            message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
-            version=session.protocol_version,
-        )
+        stand_in = _call_stand_in(request_id)
         timeout = Rejection(CanonicalError.TOOL_TIMEOUT, extra={"retryable": True}, frame=stand_in)
         with contextlib.suppress(ConnectionError, OSError):
             await deliver(render_rejection(timeout, stand_in, registry), towards_upstream=False)
@@ -273,13 +277,7 @@ async def _session(
                     action="enforced",
                 )
             )
-            stand_in = Frame(
-                raw=b"",
-                transport=transport,
-                session=session,
-                message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
-                version=session.protocol_version,
-            )
+            stand_in = _call_stand_in(request_id)
             answer = Rejection(refusal.error, refusal.errors, extra=refusal.extra, frame=stand_in)
             await deliver(render_rejection(answer, stand_in, registry), towards_upstream=False)
             return False

@@ -119,22 +119,14 @@ class RestFace:
         kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind != "application/json":
             raise Rejection(CanonicalError.UNSUPPORTED_MEDIA_TYPE, [{"path": "", "msg": "content_type"}])
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE, [{"path": "", "msg": "payload_too_large"}])
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        from .http import read_body  # the one capped body reader (http imports this module first)
+
+        body, size = await read_body(receive, headers, self.max_body_bytes)
+        if size > self.max_body_bytes:
+            raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE, [{"path": "", "msg": "payload_too_large"}])
         self.gate.policy.check_size("client_to_server", size)
         try:
-            document = jsonio.loads(b"".join(chunks))
+            document = jsonio.loads(body)
         except jsonio.JSONSyntaxError:
             raise Rejection(CanonicalError.INVALID_REQUEST_BODY, [{"path": "", "msg": "not_json"}]) from None
         found = violations(validator, document)
