@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +21,8 @@ from . import jsonio
 from .errors import CanonicalError, Rejection
 from .execution import ExecutionRecord, RecordSink, Stopwatch, Trace, now_stamp
 from .policy import Policy, denial
-from .registry import BUNDLED_SCHEMAS, SchemaRegistry, ToolIO, violations
-from .settings import SetupError
+from .registry import SchemaRegistry, ToolIO
+from .settings import SetupError, read_config
 from .tools import Tool, ToolContext, ToolFunction
 
 __all__ = ["HttpTool", "HttpToolExecutor", "catalogue_tools", "load_catalogue", "parse_base_url"]
@@ -97,18 +96,7 @@ def _credential(entry: Mapping[str, Any], environ: Mapping[str, str], where: str
 
 def load_catalogue(path: Path, registry: SchemaRegistry, environ: Mapping[str, str]) -> tuple[HttpTool, ...]:
     """Read and validate the catalogue (TOML or JSON); ``SetupError`` naming the line or pointer."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SetupError(f"tool catalogue {path}: {exc.strerror}") from None
-    try:
-        document = tomllib.loads(raw.decode()) if path.suffix == ".toml" else jsonio.loads(raw)
-    except (tomllib.TOMLDecodeError, jsonio.JSONSyntaxError, UnicodeDecodeError) as exc:
-        raise SetupError(f"tool catalogue {path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
-    schema = jsonio.loads((BUNDLED_SCHEMAS / "http-tools.schema.json").read_bytes())
-    found = violations(registry.compile(schema, name="http-tools.schema.json"), document)
-    if found:
-        raise SetupError(f"tool catalogue {path}: at {found[0]['path'] or '/'}: {found[0]['msg']}")
+    document = read_config(path, what="tool catalogue", schema="http-tools.schema.json", registry=registry)
     tools: list[HttpTool] = []
     seen: set[str] = set()
     for index, entry in enumerate(document["tools"]):

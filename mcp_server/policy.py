@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +17,8 @@ from urllib.parse import urlsplit
 from . import jsonio
 from .errors import CanonicalError, Rejection
 from .redaction import Redactor
-from .registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
-from .settings import SetupError
+from .registry import SchemaRegistry
+from .settings import SetupError, read_config
 from .stage import CheckStage
 from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId, Session
 
@@ -222,23 +221,7 @@ class Policy:
 
 def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
     """Read and validate a TOML or JSON policy file; a bad file is a ``SetupError`` naming where."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SetupError(f"policy {path}: {exc.strerror}") from None
-    try:
-        document = tomllib.loads(raw.decode()) if path.suffix == ".toml" else jsonio.loads(raw)
-    except tomllib.TOMLDecodeError as exc:
-        raise SetupError(f"policy {path}: not valid TOML: {exc}") from None  # names line and column
-    except jsonio.JSONSyntaxError as exc:
-        raise SetupError(f"policy {path}: not valid JSON: {exc}") from None  # names line and column
-    except UnicodeDecodeError:
-        raise SetupError(f"policy {path}: not UTF-8") from None
-    schema = jsonio.loads((BUNDLED_SCHEMAS / "policy.schema.json").read_bytes())
-    found = violations(registry.compile(schema, name="policy.schema.json"), document)
-    if found:
-        first = found[0]
-        raise SetupError(f"policy {path}: at {first['path'] or '/'}: {first['msg']}")
+    document = read_config(path, what="policy", schema="policy.schema.json", registry=registry)
     for index, pattern in enumerate(document.get("redaction", {}).get("patterns", [])):
         try:
             re.compile(pattern)

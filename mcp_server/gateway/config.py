@@ -6,16 +6,14 @@ Read once at start-up from a JSON or TOML file validated against
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from .. import jsonio
-from ..registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
-from ..settings import SetupError
+from ..registry import SchemaRegistry
+from ..settings import SetupError, read_config
 from ..types import Direction
 
 __all__ = ["GatewayConfig", "Mode"]
@@ -47,21 +45,7 @@ class GatewayConfig:
     def load(cls, path: Path | None, registry: SchemaRegistry, *, mode: str | None = None) -> GatewayConfig:
         document: Any = {}
         if path is not None:
-            try:
-                raw = path.read_bytes()
-            except OSError as exc:
-                raise SetupError(f"gateway config {path}: {exc.strerror}") from None
-            try:
-                document = tomllib.loads(raw.decode()) if path.suffix == ".toml" else jsonio.loads(raw)
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError, jsonio.JSONSyntaxError) as exc:
-                raise SetupError(
-                    f"gateway config {path}: not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}"
-                ) from None
-            schema = jsonio.loads((BUNDLED_SCHEMAS / "gateway-config.schema.json").read_bytes())
-            found = violations(registry.compile(schema), document)
-            if found:
-                first = found[0]
-                raise SetupError(f"gateway config {path}: at {first['path'] or '/'}: {first['msg']}")
+            document = read_config(path, what="gateway config", schema="gateway-config.schema.json", registry=registry)
         if mode is not None and mode not in {m.value for m in Mode}:
             raise SetupError(f"--mode must be enforce or observe, got {mode!r}")
         directions = document.get("directions", {})
