@@ -25,13 +25,19 @@ UPSTREAM = [sys.executable, str(ROOT / "bench" / "fast_upstream.py")]
 def spawn(command: list[str], runs: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MCP_RUNS_DIR=runs)
     return subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
     )
+
+
+def send(process: subprocess.Popen[bytes], data: bytes) -> None:
+    assert process.stdin is not None
+    process.stdin.write(data)
+    process.stdin.flush()
 
 
 def rpc(process: subprocess.Popen[bytes], frame: dict) -> dict:
     assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(json.dumps(frame).encode() + b"\n")
+    send(process, json.dumps(frame).encode() + b"\n")
     return json.loads(process.stdout.readline())
 
 
@@ -55,7 +61,7 @@ def start(command: list[str], runs: str) -> subprocess.Popen[bytes]:
     process = spawn(command, runs)
     initialize(process)
     assert process.stdin is not None
-    process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    send(process, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     rpc(process, {"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
     return process
 
@@ -80,7 +86,7 @@ def sequential(process: subprocess.Popen[bytes], n: int, size: int) -> list[floa
     for index in range(n):
         frame = call(index, size) + b"\n"
         began = time.perf_counter()
-        process.stdin.write(frame)
+        send(process, frame)
         process.stdout.readline()
         latencies.append(time.perf_counter() - began)
     return latencies
@@ -95,7 +101,7 @@ def concurrent(process: subprocess.Popen[bytes], n: int, depth: int, size: int) 
     def writer() -> None:
         for frame in frames:
             window.acquire()
-            process.stdin.write(frame)  # type: ignore[union-attr]
+            send(process, frame)
 
     began = time.perf_counter()
     thread = threading.Thread(target=writer)
