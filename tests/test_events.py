@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import signal
 import subprocess
 import sys
@@ -14,12 +15,12 @@ import httpx
 import pytest
 
 from mcp_server import jsonio
-from mcp_server.events import EventLog, EventLogSettings, read_events
+from mcp_server.events import EventLog, EventLogSettings, pack_rows, read_events, unpack_rows
 from mcp_server.registry import SchemaRegistry, violations
 from mcp_server.server import build_server
 from mcp_server.settings import Settings
 from mcp_server.tools import ToolSet
-from mcp_server.types import Frame, Session
+from mcp_server.types import Direction, Frame, Session
 
 from .conftest import LOG_SCHEMA, initialize_frame, server_command, server_env
 from .servers import serving
@@ -394,3 +395,14 @@ def test_a_request_refused_before_the_chain_is_still_an_event(tmp_path: Path, lo
     assert (frame["status"], frame["error"]["code"], frame["transport"]) == ("error", "host_not_allowed", "http")
     assert frame["bytes_out"] == len(refused.content)
     assert events[-1]["event"] == "stop"
+
+
+def test_rows_reach_the_writer_in_batches_whatever_values_they_carry() -> None:
+    """The pipe to the writer process: batches in order; a value marshal does not know (an enum)
+    arrives as its JSON value; a batch cut off by a dying producer ends the stream, nothing invented."""
+    first = [(1, 0.5, "frame", "s", 7, "stdio", None), (2, 0.6, "stop", None, {"status": "stopped"})]
+    second = [(3, 0.7, "policy", None, {"direction": Direction.CLIENT_TO_SERVER, "errors": [{"path": ""}]})]
+    stream = io.BytesIO(pack_rows(first) + pack_rows(second) + pack_rows(first)[:-3])
+    assert unpack_rows(stream) == first
+    assert unpack_rows(stream) == [[3, 0.7, "policy", None, {"direction": "client_to_server", "errors": [{"path": ""}]}]]
+    assert unpack_rows(stream) == []
