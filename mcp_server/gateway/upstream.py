@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -17,6 +18,7 @@ import httpx
 from ..redaction import Redactor
 from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
+from ..transport.stdio import ChunkReader
 
 __all__ = ["HttpUpstream", "StdioUpstream", "Upstream"]
 
@@ -55,19 +57,28 @@ class StdioUpstream:
         self.max_frame_bytes = max_frame_bytes
         self.grace_seconds = grace_seconds
         self.process: asyncio.subprocess.Process | None = None
+        self._stdout = ChunkReader()
         self._stderr_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        # The child's stdout is a pipe of our own, read straight into a ``ChunkReader``: a hop fewer
+        # per frame than a stream reader with a task behind it.
+        read_end, write_end = os.pipe()
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.command,
                 stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
+                stdout=write_end,
                 stderr=asyncio.subprocess.PIPE,
                 limit=_CHUNK,
             )
         except OSError as exc:
+            os.close(read_end)
             raise SetupError(f"cannot start upstream {self.command[0]!r}: {exc.strerror}") from None
+        finally:
+            os.close(write_end)
+        pipe = os.fdopen(read_end, "rb", buffering=0)
+        await asyncio.get_running_loop().connect_read_pipe(lambda: self._stdout, pipe)
         self._stderr_task = asyncio.ensure_future(self._copy_stderr())
 
     async def _copy_stderr(self) -> None:
@@ -90,10 +101,9 @@ class StdioUpstream:
         await self.process.stdin.drain()  # a slow upstream slows the client down: bounded buffers
 
     async def frames(self) -> AsyncIterator[tuple[bytes, int]]:
-        assert self.process is not None and self.process.stdout is not None
         splitter = LineSplitter(self.max_frame_bytes)
         while True:
-            chunk = await self.process.stdout.read(_CHUNK)
+            chunk = await self._stdout.get()
             for line in splitter.feed(chunk) if chunk else splitter.close():
                 yield line
             if not chunk:
