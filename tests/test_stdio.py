@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from mcp_server.transport.stdio import start_reader
 
 from .conftest import initialize_frame, server_command, server_env
 from .held_backend import held_backend
@@ -159,3 +163,37 @@ def test_python_dash_m_is_the_same_program_as_the_console_script(tmp_path: Path)
     assert result.returncode == 0
     assert result.stdout.decode().strip() == f"mcp-server {__version__}"
     assert os.path.basename(server_command()[2]) == "mcp_server"
+
+
+def test_a_writer_faster_than_the_server_waits_and_nothing_is_lost() -> None:
+    """STDIO input backpressure: while nobody takes chunks, reading stops after a few (the writer
+    blocks on the full pipe, memory stays bounded); then every byte arrives, in order, then b"" at the end."""
+    chunk_bytes, chunks = 65_536, 200
+    expected = b"".join(bytes([index % 251]) * chunk_bytes for index in range(chunks))
+    written = [0]
+
+    def write(fd: int) -> None:
+        for index in range(chunks):
+            os.write(fd, expected[index * chunk_bytes : (index + 1) * chunk_bytes])  # a blocking pipe: all of it
+            written[0] += chunk_bytes
+        os.close(fd)
+
+    async def run() -> bytes:
+        read_fd, write_fd = os.pipe()
+        source = start_reader(read_fd)
+        os.close(read_fd)  # the reader holds its own copy
+        writer = threading.Thread(target=write, args=(write_fd,), daemon=True)
+        writer.start()
+        await asyncio.sleep(0.5)
+        stalled = written[0]
+        await asyncio.sleep(0.3)
+        assert written[0] == stalled, "the writer was not held back"
+        assert stalled <= 4 * 1024 * 1024 < len(expected), f"{stalled} bytes taken in without a consumer"
+        received = bytearray()
+        while chunk := await source.get():
+            received += chunk
+        assert await source.get() == b""  # and it stays at the end
+        writer.join(WAIT)
+        return bytes(received)
+
+    assert asyncio.run(run()) == expected
