@@ -28,9 +28,7 @@ TARGET = [sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_target
 
 def spawn(command: list[str], runs: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MCP_RUNS_DIR=runs)
-    return subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-    )
+    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
 
 
 def send(process: subprocess.Popen[bytes], data: bytes) -> None:
@@ -125,7 +123,9 @@ def rss_with_tools(count: int, runs: str) -> float:
     return rss
 
 
-def compare(label: str, upstream: list[str], size: int | None, n_seq: int, n_conc: int, repeats: int, runs: str) -> None:
+def compare(
+    label: str, upstream: list[str], size: int | None, n_seq: int, n_conc: int, repeats: int, runs: str
+) -> None:
     p50: dict[str, list[float]] = {"direct": [], "gateway": []}
     p99: dict[str, list[float]] = {"direct": [], "gateway": []}
     rate: dict[str, list[float]] = {"direct": [], "gateway": []}

@@ -404,5 +404,7 @@ def test_rows_reach_the_writer_in_batches_whatever_values_they_carry() -> None:
     second = [(3, 0.7, "policy", None, {"direction": Direction.CLIENT_TO_SERVER, "errors": [{"path": ""}]})]
     stream = io.BytesIO(pack_rows(first) + pack_rows(second) + pack_rows(first)[:-3])
     assert unpack_rows(stream) == first
-    assert unpack_rows(stream) == [[3, 0.7, "policy", None, {"direction": "client_to_server", "errors": [{"path": ""}]}]]
+    assert unpack_rows(stream) == [
+        [3, 0.7, "policy", None, {"direction": "client_to_server", "errors": [{"path": ""}]}]
+    ]
     assert unpack_rows(stream) == []

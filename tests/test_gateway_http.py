@@ -350,6 +350,30 @@ def test_an_upstream_that_dies_answers_its_pending_request_and_ends_the_session(
         assert_refused(client.post(gateway.url, json=rpc(3, "ping"), headers=headers), CanonicalError.UNKNOWN_SESSION)
 
 
+def test_a_call_past_its_tools_timeout_is_answered_and_cancelled_upstream_over_http(tmp_path: Path) -> None:
+    """Issue 6 on the HTTP front: past the policy's timeout the POST gets a retryable TOOL_TIMEOUT, the
+    upstream gets notifications/cancelled, and the session goes on."""
+    (tmp_path / "policy.toml").write_text('[[tool]]\nmatch = "hang"\ntimeout_seconds = 0.5\n')
+    options = ("--policy", str(tmp_path / "policy.toml"))
+    with http_gateway(tmp_path, *options, upstream=BROKEN_UPSTREAM) as gateway, httpx.Client(timeout=WAIT) as client:
+        session_id = initialize(client, gateway.url)
+        headers = {**HEADERS, "Mcp-Session-Id": session_id}
+        client.post(gateway.url, json=rpc(1, "tools/list"), headers=headers)
+        began = time.monotonic()
+        hung = client.post(gateway.url, json=rpc(2, "tools/call", {"name": "hang", "arguments": {}}), headers=headers)
+        assert 0.5 <= time.monotonic() - began < WAIT
+        assert hung.status_code == 200 and body_of(hung)["id"] == 2
+        assert body_of(hung)["error"]["code"] == CanonicalError.TOOL_TIMEOUT.mcp_code
+        assert body_of(hung)["error"]["data"]["retryable"] is True
+        fine = client.post(gateway.url, json=rpc(3, "tools/call", {"name": "junk", "arguments": {}}), headers=headers)
+        assert body_of(fine)["result"]["content"][0]["text"] == "ok"
+        gateway.process.send_signal(signal.SIGTERM)
+        assert gateway.process.stderr is not None
+        stderr = gateway.process.stderr.read().decode()
+    assert 'cancelled {"requestId": 2, "reason": "timeout"}' in stderr
+    assert report_of(tmp_path)["violations"]["tool_timeout"] == 1
+
+
 def test_stateless_requests_that_share_an_id_each_get_their_own_reply(tmp_path: Path) -> None:
     """Issue 9: under 2026-07-28 one upstream serves every request, and ids never collide."""
     meta = {

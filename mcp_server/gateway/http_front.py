@@ -54,8 +54,9 @@ from ..transport.http import (
 )
 from ..types import Direction, Frame, Handler, Reply, RequestId, Session
 from .config import GatewayConfig
+from .deadlines import CallDeadlines
 from .report import ConformanceReport
-from .run import Checks, publish, session_chain, unavailable_replies
+from .run import Checks, expire_call, publish, session_chain, unavailable_replies
 from .upstream import Upstream
 
 __all__ = ["FrontOptions", "GatewayHttpApp", "parse_listen_url", "run_gateway_http"]
@@ -145,6 +146,9 @@ class _FrontSession:
         self.closed = asyncio.Event()
         self._pump: asyncio.Task[None] | None = None
         self._wire_ids = itertools.count(1)
+        # The policy's per-tool timeouts: the client gets a retryable error, the upstream a cancel.
+        self.deadlines = None if checks.policy is None else CallDeadlines(checks.policy, self._expire)
+        self._expiries: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         await self.upstream.start()
@@ -183,6 +187,8 @@ class _FrontSession:
             meta = params.get("_meta") if isinstance(params, Mapping) else None
             if stream.sse and isinstance(meta, Mapping) and meta.get("progressToken") is not None:
                 self.progress[meta["progressToken"]] = stream
+        if self.deadlines is not None:
+            self.deadlines.start(document)
         try:
             await self.upstream.send(raw, document)
         except (ConnectionError, OSError):  # the upstream is gone; its pump answers what was pending
@@ -210,6 +216,8 @@ class _FrontSession:
     async def _from_upstream(self) -> None:
         try:
             async for raw, size in self.upstream.frames():
+                if self.deadlines is not None and self.deadlines.is_late(raw):
+                    continue  # the client was already told this call timed out
                 frame = Frame(
                     raw=raw,
                     size=size,
@@ -245,6 +253,8 @@ class _FrontSession:
         request_id = document.get("id")
         if "method" not in document:  # a response: to the request it answers, and its stream ends
             self.last_seen = time.monotonic()  # idle time counts from the last reply, not the request
+            if self.deadlines is not None:
+                self.deadlines.answered(document)
             stream = self.waiting.pop(request_id, None) if request_id is not None else None
             if stream is None:
                 log.warning("gateway: a response to no waiting request (id %r)", request_id)
@@ -257,6 +267,24 @@ class _FrontSession:
             stream.put(raw, last=True)
             return
         self._notify(raw, document)
+
+    def _expire(self, request_id: RequestId, tool: str) -> None:
+        task = asyncio.ensure_future(self._answer_expired(request_id, tool))
+        self._expiries.add(task)
+        task.add_done_callback(self._expiries.discard)
+
+    async def _answer_expired(self, request_id: RequestId, tool: str) -> None:
+        """Past the tool's timeout: the waiting POST gets ``TOOL_TIMEOUT`` (retryable) and its stream
+        ends; the upstream is told to stop."""
+        cancel, answer = expire_call(self.session, self.checks, request_id, tool, "http")
+        stream = self.waiting.pop(request_id, None)
+        for token in [token for token, held in self.progress.items() if held is stream]:
+            del self.progress[token]
+        original = self.renamed.pop(request_id, None)
+        if stream is not None and answer is not None:
+            stream.put((answer if original is None else _with_id(answer, original)).to_bytes(), last=True)
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.upstream.send(jsonio.dumps(cancel), cancel)
 
     def _notify(self, raw: bytes, document: Mapping[str, Any]) -> None:
         """A server request or notification: on the stream of the request it belongs to, else on
@@ -303,6 +331,10 @@ class _FrontSession:
             self._pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pump
+        if self.deadlines is not None:
+            self.deadlines.close()
+        for task in list(self._expiries):
+            task.cancel()
         self._end_streams()
         self.closed.set()
         exit_code = await self.upstream.close()

@@ -42,7 +42,16 @@ from .report import ConformanceReport, render_table
 from .tools import UpstreamTools
 from .upstream import Upstream
 
-__all__ = ["Checks", "publish", "run_gateway", "run_gateway_unix", "session_chain", "unavailable_replies"]
+__all__ = [
+    "Checks",
+    "call_stand_in",
+    "expire_call",
+    "publish",
+    "run_gateway",
+    "run_gateway_unix",
+    "session_chain",
+    "unavailable_replies",
+]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -172,43 +181,15 @@ async def _session(
         else:
             await write(reply.to_bytes())
 
-    def _call_stand_in(request_id: RequestId) -> Frame:
-        """The client's ``tools/call`` of ``request_id``, for the gateway to answer in its place."""
-        return Frame(
-            raw=b"",
-            transport=transport,
-            session=session,
-            message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
-            version=session.protocol_version,
-        )
-
     expiries: set[asyncio.Task[None]] = set()
 
     async def expire(request_id: RequestId, tool: str) -> None:
         """Past the tool's timeout: the upstream is told to stop, the client gets a retryable error."""
-        session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-        session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-        cancel = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": "timeout"},
-        }
+        cancel, answer = expire_call(session, checks, request_id, tool, transport)
         with contextlib.suppress(ConnectionError, OSError):
             await upstream.send(jsonio.dumps(cancel), cancel)
-        emit(
-            report.violation(
-                CanonicalError.TOOL_TIMEOUT.slug,
-                direction=Direction.SERVER_TO_CLIENT,
-                method="tools/call",
-                tool=tool,
-                request_id=request_id,
-                action="cancelled",
-            )
-        )
-        stand_in = _call_stand_in(request_id)
-        timeout = Rejection(CanonicalError.TOOL_TIMEOUT, extra={"retryable": True}, frame=stand_in)
         with contextlib.suppress(ConnectionError, OSError):
-            await deliver(render_rejection(timeout, stand_in, registry), towards_upstream=False)
+            await deliver(answer, towards_upstream=False)
 
     def on_expire(request_id: RequestId, tool: str) -> None:
         task = asyncio.ensure_future(expire(request_id, tool))
@@ -277,7 +258,7 @@ async def _session(
                     action="enforced",
                 )
             )
-            stand_in = _call_stand_in(request_id)
+            stand_in = call_stand_in(session, request_id, transport)
             answer = Rejection(refusal.error, refusal.errors, extra=refusal.extra, frame=stand_in)
             await deliver(render_rejection(answer, stand_in, registry), towards_upstream=False)
             return False
@@ -375,6 +356,44 @@ def session_chain(checks: Checks) -> Handler:
         after_check=[track_session(config, report, tools)],
         events=events,
     )
+
+
+def call_stand_in(session: Session, request_id: RequestId, transport: str) -> Frame:
+    """The client's ``tools/call`` of ``request_id``, for the gateway to answer in its place."""
+    return Frame(
+        raw=b"",
+        transport=transport,
+        session=session,
+        message=Message(kind=MessageKind.REQUEST, id=request_id, method="tools/call"),
+        version=session.protocol_version,
+    )
+
+
+def expire_call(
+    session: Session, checks: Checks, request_id: RequestId, tool: str, transport: str
+) -> tuple[Mapping[str, Any], Reply | None]:
+    """A relayed ``tools/call`` past its tool's timeout: no longer pending, counted in the report;
+    returns the ``notifications/cancelled`` for the upstream and the retryable error for the client."""
+    session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+    session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+    emit(
+        checks.report.violation(
+            CanonicalError.TOOL_TIMEOUT.slug,
+            direction=Direction.SERVER_TO_CLIENT,
+            method="tools/call",
+            tool=tool,
+            request_id=request_id,
+            action="cancelled",
+        )
+    )
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id, "reason": "timeout"},
+    }
+    stand_in = call_stand_in(session, request_id, transport)
+    timeout = Rejection(CanonicalError.TOOL_TIMEOUT, extra={"retryable": True}, frame=stand_in)
+    return cancel, render_rejection(timeout, stand_in, checks.registry)
 
 
 def unavailable_replies(session: Session, checks: Checks, transport: str) -> list[tuple[RequestId, Reply]]:

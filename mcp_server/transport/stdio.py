@@ -115,7 +115,12 @@ def start_reader(fd: int) -> ChunkSource:
         connected = loop.create_task(loop.connect_read_pipe(lambda: reader, pipe))
         _background.add(connected)
         connected.add_done_callback(_background.discard)
-        connected.add_done_callback(lambda task: task.cancelled() or task.exception() is None or reader.eof_received())
+
+        def failed(task: asyncio.Task[object]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                reader.eof_received()  # the pipe cannot be read: the consumer sees the end, not a hang
+
+        connected.add_done_callback(failed)
         return reader
     queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=_HELD_CHUNKS)
     threading.Thread(target=_pump, args=(fd, loop, queue), daemon=True, name=f"read-fd{fd}").start()
