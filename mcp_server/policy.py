@@ -20,7 +20,7 @@ from .redaction import Redactor
 from .registry import SchemaRegistry
 from .settings import SetupError, read_config
 from .stage import CheckStage
-from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId, Session
+from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
@@ -233,13 +233,13 @@ def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
 
 
 def policy_stage(
-    policy: Policy, *, tool_methods: frozenset[str] = frozenset(), can_hold: Callable[[Session], bool] | None = None
+    policy: Policy, *, tool_methods: frozenset[str] = frozenset(), can_hold: Callable[[Frame], bool] | None = None
 ) -> CheckStage:
     """Stage 4: size per direction, method allow/deny, tool allow/deny and argument size.
 
     ``tool_methods`` are tools a server also answers as methods of their own name; the tool
-    rules govern those calls too. ``can_hold(session)`` says whether something behind the stage
-    can hold a call of that session for approval (default: yes); where it cannot, a call whose
+    rules govern those calls too. ``can_hold(frame)`` says whether something behind the stage
+    can hold that call for approval (default: yes); where it cannot, a call whose
     tool needs approval is denied: approval fails closed.
     """
     max_bytes = policy.max_bytes
@@ -272,7 +272,7 @@ def policy_stage(
             name = params.get("name")
             if isinstance(name, str):
                 _check_call(policy, name, params.get("arguments"), frame)
-                if can_hold is not None and policy.rule_for(name).approval and not can_hold(frame.session):
+                if can_hold is not None and policy.rule_for(name).approval and not can_hold(frame):
                     raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable", frame=frame)
         elif method in tool_methods:
             _check_call(policy, method, message.params, frame)

@@ -26,11 +26,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import jsonio
+from ..approvals import ApprovalBook
 from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
 from ..events import EventLog
 from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..metrics import Metrics
+from ..peer import PeerChannel
 from ..policy import Policy
 from ..redaction import Redactor
 from ..registry import SchemaRegistry
@@ -56,7 +58,15 @@ from ..types import Direction, Frame, Handler, Reply, RequestId, Session
 from .config import GatewayConfig
 from .deadlines import CallDeadlines
 from .report import ConformanceReport
-from .run import Checks, expire_call, publish, session_chain, unavailable_replies
+from .run import (
+    Checks,
+    approve_call,
+    expire_call,
+    needs_approval,
+    publish,
+    session_chain,
+    unavailable_replies,
+)
 from .upstream import Upstream
 
 __all__ = ["FrontOptions", "GatewayHttpApp", "parse_listen_url", "run_gateway_http"]
@@ -149,6 +159,16 @@ class _FrontSession:
         # The policy's per-tool timeouts: the client gets a retryable error, the upstream a cancel.
         self.deadlines = None if checks.policy is None else CallDeadlines(checks.policy, self._expire)
         self._expiries: set[asyncio.Task[None]] = set()
+        # Calls held for approval: the gateway asks the client (elicitation) on the call's own stream.
+        policy = checks.policy
+        self.approvals = (
+            None
+            if policy is None
+            else ApprovalBook(deadline_seconds=policy.approval_deadline_seconds, redactor=policy.redactor)
+        )
+        self._askers: set[PeerChannel] = set()
+        self._answered = asyncio.Event()  # a client's reply to one of the gateway's own requests came
+        self._held: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         await self.upstream.start()
@@ -177,6 +197,8 @@ class _FrontSession:
         if document is None:
             document = _document_of(raw)  # observe mode passes frames on without their document
         request_id, is_request = _request_id_and_kind(document)
+        if not is_request and self._answers_gateway(document):
+            return None, None
         stream = None
         if is_request and request_id is not None:
             stream = _Stream(sse=accepts.sse)
@@ -187,6 +209,17 @@ class _FrontSession:
             meta = params.get("_meta") if isinstance(params, Mapping) else None
             if stream.sse and isinstance(meta, Mapping) and meta.get("progressToken") is not None:
                 self.progress[meta["progressToken"]] = stream
+            if self.approvals is not None and needs_approval(self.checks, document):
+                task = asyncio.ensure_future(self._send_when_approved(raw, document, request_id, stream))
+                self._held.add(task)
+                task.add_done_callback(self._held.discard)
+                return None, stream  # the POST's response carries the question, then the answer
+        await self._send(raw, document, request_id, stream)
+        return None, stream
+
+    async def _send(
+        self, raw: bytes, document: Mapping[str, Any], request_id: RequestId | None, stream: _Stream | None
+    ) -> None:
         if self.deadlines is not None:
             self.deadlines.start(document)
         try:
@@ -196,7 +229,45 @@ class _FrontSession:
         if stream is not None and request_id is not None and self.closed.is_set():
             self.waiting.pop(request_id, None)
             stream.end()  # the upstream ended meanwhile: nothing will answer
-        return None, stream
+
+    async def _send_when_approved(
+        self, raw: bytes, document: Mapping[str, Any], request_id: RequestId, stream: _Stream
+    ) -> None:
+        """A call held for approval: the client's user is asked on the call's stream; on a refusal the
+        client gets it in the upstream's place, else the call goes on."""
+
+        async def ask(data: bytes) -> None:
+            stream.put(data)
+
+        assert self.approvals is not None
+        peer = PeerChannel(ask, self._next_answer)
+        self._askers.add(peer)
+        try:
+            refusal = await approve_call(document, self.approvals, peer, self.session, self.checks, "http")
+        finally:
+            self._askers.discard(peer)
+        if refusal is None:
+            await self._send(raw, document, request_id, stream)
+            return
+        self.waiting.pop(request_id, None)
+        original = self.renamed.pop(request_id, None)
+        stream.put((refusal if original is None else _with_id(refusal, original)).to_bytes(), last=True)
+
+    def _answers_gateway(self, document: Mapping[str, Any]) -> bool:
+        """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
+        request_id = document.get("id")
+        if any(peer.deliver(request_id, document) for peer in list(self._askers)):
+            self._answered.set()
+            return True
+        return False
+
+    async def _next_answer(self) -> bool:
+        """Wait for the client's next reply to the gateway; ``False`` once the session has ended."""
+        if self.closed.is_set():
+            return False
+        self._answered.clear()
+        await self._answered.wait()
+        return not self.closed.is_set()
 
     def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None]:
         """Stateless: a request whose id another client's request holds upstream gets an id of the
@@ -317,6 +388,7 @@ class _FrontSession:
         return stream
 
     def _end_streams(self) -> None:
+        self._answered.set()  # a question the gateway asked will not be answered now
         for stream in self.waiting.values():
             stream.end()
         self.waiting.clear()
@@ -333,7 +405,7 @@ class _FrontSession:
                 await self._pump
         if self.deadlines is not None:
             self.deadlines.close()
-        for task in list(self._expiries):
+        for task in [*self._expiries, *self._held]:
             task.cancel()
         self._end_streams()
         self.closed.set()
@@ -616,11 +688,12 @@ async def run_gateway_http(
 ) -> int:
     """Serve the HTTP front until SIGINT/SIGTERM; one report for every session (SIGUSR1 writes it).
 
-    The policy's rules apply as in every front; a call that needs approval is denied here (no
-    client is asked over this front: approval fails closed)."""
+    The policy's rules apply as in every front; a call that needs approval is asked of its client
+    (an elicitation request on the call's event stream) when the client declared elicitation and
+    takes event streams, and is denied otherwise (approval fails closed)."""
     redactor = policy.redactor if policy is not None else Redactor.build()
     report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value, redactor=redactor, events=events)
-    checks = Checks(registry, config, report, options.max_frame_bytes, policy, events, can_elicit=False)
+    checks = Checks(registry, config, report, options.max_frame_bytes, policy, events)
     metrics = None
     if events is not None:
         metrics = Metrics(registry)

@@ -30,6 +30,7 @@ from ..policy import Policy, policy_stage
 from ..redaction import Redactor
 from ..registry import SchemaRegistry
 from ..settings import SetupError
+from ..transport.http import accepts_event_stream
 from ..transport.ndjson import LineSplitter
 from ..transport.signals import stop_on_signals
 from ..transport.stdio import start_reader
@@ -44,8 +45,10 @@ from .upstream import Upstream
 
 __all__ = [
     "Checks",
+    "approve_call",
     "call_stand_in",
     "expire_call",
+    "needs_approval",
     "publish",
     "run_gateway",
     "run_gateway_unix",
@@ -81,7 +84,6 @@ class Checks(NamedTuple):
     max_frame_bytes: int
     policy: Policy | None = None
     events: EventLog | None = None
-    can_elicit: bool = True  # the front can ask its client to approve a held call
 
 
 async def run_gateway(
@@ -166,7 +168,7 @@ async def _session(
     stop: asyncio.Event,
 ) -> int:
     """One client and one upstream, both directions through the chain, until either side ends."""
-    registry, _, report, max_frame_bytes, policy, events, _ = checks
+    max_frame_bytes, policy, events = checks.max_frame_bytes, checks.policy, checks.events
     chain = session_chain(checks)
     session = Session()
     await upstream.start()
@@ -226,43 +228,14 @@ async def _session(
     async def to_upstream(reply: Reply) -> None:
         """A checked client frame goes on; a tool call that needs approval waits for it first."""
         document = reply.document
-        if policy is not None and approvals is not None and _is_tool_call(document):
-            assert document is not None
-            params = document["params"]
-            if policy.rule_for(params["name"]).approval and not await _approved(document, approvals):
+        if approvals is not None and document is not None and needs_approval(checks, document):
+            refusal = await approve_call(document, approvals, peer, session, checks, transport)
+            if refusal is not None:
+                await deliver(refusal, towards_upstream=False)
                 return
         if deadlines is not None:
             deadlines.start(document)
         await deliver(reply, towards_upstream=True)
-
-    async def _approved(document: Mapping[str, Any], book: ApprovalBook) -> bool:
-        """Ask the client's user (elicitation); on a refusal answer the client in the upstream's place."""
-        request_id, params = document["id"], document["params"]
-        arguments = params.get("arguments", {})
-        pending = book.hold(params["name"], arguments, session.id)
-        asked = asyncio.ensure_future(
-            peer.elicit_approval(session)(params["name"], pending.arguments, pending.arguments_sha256)
-        )
-        try:
-            await book.wait(pending, also=asked)
-        except Rejection as refusal:
-            session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-            session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-            emit(
-                report.violation(
-                    refusal.error.slug,
-                    direction=Direction.CLIENT_TO_SERVER,
-                    method="tools/call",
-                    tool=params["name"],
-                    request_id=request_id,
-                    action="enforced",
-                )
-            )
-            stand_in = call_stand_in(session, request_id, transport)
-            answer = Rejection(refusal.error, refusal.errors, extra=refusal.extra, frame=stand_in)
-            await deliver(render_rejection(answer, stand_in, registry), towards_upstream=False)
-            return False
-        return True
 
     async def from_client() -> None:
         while not ended and await pump():
@@ -315,14 +288,58 @@ async def _session(
     return status
 
 
-def _can_elicit(policy: Policy) -> Callable[[Session], bool]:
-    """Whether the gateway can ask a session's client to approve a call: it declared elicitation,
-    and the policy lets approvals go that way."""
+def _can_elicit(policy: Policy) -> Callable[[Frame], bool]:
+    """Whether the gateway can ask the client of a call to approve it: the client declared
+    elicitation, the policy lets approvals go that way, and (over HTTP) the response to the call
+    can carry a request (an event stream)."""
 
-    def can(session: Session) -> bool:
-        return policy.approval_by_elicitation and "elicitation" in (session.client_capabilities or {})
+    def can(frame: Frame) -> bool:
+        session = frame.session
+        return (
+            policy.approval_by_elicitation
+            and "elicitation" in (session.client_capabilities or {})
+            and (frame.headers is None or accepts_event_stream(frame.headers))
+        )
 
     return can
+
+
+def needs_approval(checks: Checks, document: Mapping[str, Any]) -> bool:
+    """A relayed ``tools/call`` of a tool the policy holds for approval."""
+    policy = checks.policy
+    return policy is not None and _is_tool_call(document) and policy.rule_for(document["params"]["name"]).approval
+
+
+async def approve_call(
+    document: Mapping[str, Any], book: ApprovalBook, peer: PeerChannel, session: Session, checks: Checks, transport: str
+) -> Reply | None:
+    """Hold a ``tools/call`` until its client's user approves it (an elicitation request through
+    ``peer``, or ``/approvals``): ``None`` when approved, else the refusal to answer the client with."""
+    request_id, params = document["id"], document["params"]
+    arguments = params.get("arguments", {})
+    pending = book.hold(params["name"], arguments, session.id)
+    asked = asyncio.ensure_future(
+        peer.elicit_approval(session)(params["name"], pending.arguments, pending.arguments_sha256)
+    )
+    try:
+        await book.wait(pending, also=asked)
+    except Rejection as refusal:
+        session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+        session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+        emit(
+            checks.report.violation(
+                refusal.error.slug,
+                direction=Direction.CLIENT_TO_SERVER,
+                method="tools/call",
+                tool=params["name"],
+                request_id=request_id,
+                action="enforced",
+            )
+        )
+        stand_in = call_stand_in(session, request_id, transport)
+        answer = Rejection(refusal.error, refusal.errors, extra=refusal.extra, frame=stand_in)
+        return render_rejection(answer, stand_in, checks.registry)
+    return None
 
 
 def _is_tool_call(document: Mapping[str, Any] | None) -> bool:
@@ -343,9 +360,9 @@ def _redactor(policy: Policy | None) -> Redactor:
 
 def session_chain(checks: Checks) -> Handler:
     """The one chain of a gateway session, both directions: the checks, the verdict, the relay."""
-    registry, config, report, max_frame_bytes, policy, events, can_elicit = checks
+    registry, config, report, max_frame_bytes, policy, events = checks
     tools = UpstreamTools(registry)
-    can_hold = _can_elicit(policy) if policy is not None and can_elicit else (lambda _: False)
+    can_hold = _can_elicit(policy) if policy is not None else None
     return build_chain(
         relay(report),
         registry=registry,
