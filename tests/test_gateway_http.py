@@ -22,13 +22,13 @@ import httpx
 import pytest
 from mcp import types
 from mcp.client.client import Client
-from mcp.shared.exceptions import MCPError
 
 from mcp_server.errors import CanonicalError
 
 from .conftest import server_env
 from .test_gateway import BROKEN_UPSTREAM, SDK_UPSTREAM, children_of, report_of
 from .test_gateway_conformance import TARGET, free_port, running
+from .test_gateway_policy import APPROVAL_POLICY, approve_then_refuse
 
 WAIT = 30.0
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -378,28 +378,9 @@ def test_a_call_past_its_tools_timeout_is_answered_and_cancelled_upstream_over_h
 def test_a_held_call_is_approved_or_refused_by_the_clients_user_over_http(tmp_path: Path) -> None:
     """Issue 6 on the HTTP front: a call the policy holds is asked of the official SDK client (which
     declared elicitation) on the call's own event stream; yes runs it, no answers APPROVAL_DENIED."""
-    (tmp_path / "policy.toml").write_text('[[tool]]\nmatch = "echo"\napproval = true\n')
-    answers = iter([True, False])
-    asked: list[str] = []
-
-    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": next(answers)})
-
-    async def session(url: str) -> None:
-        async with Client(url, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
-            approved = await client.call_tool("echo", {"text": "hello"})
-            assert approved.is_error is False and approved.content[0].text == "hello"
-            with pytest.raises(MCPError) as refused:
-                await client.call_tool("echo", {"text": "again"})
-            assert refused.value.error.code == CanonicalError.APPROVAL_DENIED.mcp_code
-            assert refused.value.error.data["policy_violation"] is True
-            added = await client.call_tool("add", {"a": 1, "b": 2})  # not held: no approval rule
-            assert added.structured_content == {"total": 3}
-
-    options = ("--policy", str(tmp_path / "policy.toml"))
-    with http_gateway(tmp_path, *options, upstream=SDK_UPSTREAM) as gateway:
-        asyncio.run(asyncio.wait_for(session(gateway.url), WAIT))
+    (tmp_path / "policy.toml").write_text(APPROVAL_POLICY)
+    with http_gateway(tmp_path, "--policy", str(tmp_path / "policy.toml"), upstream=SDK_UPSTREAM) as gateway:
+        asked = approve_then_refuse(gateway.url)
     assert len(asked) == 2 and all("echo" in message for message in asked)
     assert report_of(tmp_path)["violations"] == {"approval_denied": 1}
 
@@ -407,7 +388,7 @@ def test_a_held_call_is_approved_or_refused_by_the_clients_user_over_http(tmp_pa
 def test_a_held_call_from_a_client_that_cannot_be_asked_is_denied_over_http(tmp_path: Path) -> None:
     """Approval fails closed: a client without elicitation, or a POST that takes only JSON (no stream
     to carry the question), gets the policy's denial and the upstream never sees the call."""
-    (tmp_path / "policy.toml").write_text('[[tool]]\nmatch = "echo"\napproval = true\n')
+    (tmp_path / "policy.toml").write_text(APPROVAL_POLICY)
     options = ("--policy", str(tmp_path / "policy.toml"))
     with http_gateway(tmp_path, *options, upstream=SDK_UPSTREAM) as gateway, httpx.Client(timeout=WAIT) as client:
         session_id = initialize(client, gateway.url)  # declares no elicitation

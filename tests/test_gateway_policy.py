@@ -112,13 +112,13 @@ def test_an_http_upstream_outside_the_outbound_allowlist_is_refused_at_start(tmp
     assert result.returncode == 2 and "domain_not_allowed" in result.stderr.decode()
 
 
-def test_the_gateway_asks_an_elicitation_capable_client_to_approve_a_held_call(tmp_path: Path) -> None:
-    """Issue 6: approval in the gateway, through an elicitation request to the official SDK client."""
-    (tmp_path / "policy.toml").write_text('[[tool]]\nmatch = "echo"\napproval = true\n')
-    command = gateway_command("--policy", str(tmp_path / "policy.toml"))
-    parameters = StdioServerParameters(
-        command=command[0], args=command[1:], env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
-    )
+APPROVAL_POLICY = '[[tool]]\nmatch = "echo"\napproval = true\n'
+
+
+def approve_then_refuse(server: StdioServerParameters | str) -> list[str]:
+    """Through the gateway at ``server`` (its STDIO command, or its HTTP URL), the official SDK client
+    calls the held tool `echo` twice, its user answering yes then no, then a tool nobody holds.
+    Returns the questions the user was asked."""
     answers = iter([True, False])
     asked: list[str] = []
 
@@ -127,7 +127,7 @@ def test_the_gateway_asks_an_elicitation_capable_client_to_approve_a_held_call(t
         return types.ElicitResult(action="accept", content={"approve": next(answers)})
 
     async def session() -> None:
-        async with Client(parameters, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
+        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
             approved = await client.call_tool("echo", {"text": "hello"})
             assert approved.is_error is False and approved.content[0].text == "hello"
             with pytest.raises(MCPError) as refused:
@@ -138,5 +138,15 @@ def test_the_gateway_asks_an_elicitation_capable_client_to_approve_a_held_call(t
             assert added.structured_content == {"total": 3}
 
     asyncio.run(asyncio.wait_for(session(), WAIT))
-    assert len(asked) == 2
+    return asked
+
+
+def test_the_gateway_asks_an_elicitation_capable_client_to_approve_a_held_call(tmp_path: Path) -> None:
+    """Issue 6: approval in the gateway, through an elicitation request to the official SDK client."""
+    (tmp_path / "policy.toml").write_text(APPROVAL_POLICY)
+    command = gateway_command("--policy", str(tmp_path / "policy.toml"))
+    parameters = StdioServerParameters(
+        command=command[0], args=command[1:], env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
+    )
+    assert len(approve_then_refuse(parameters)) == 2
     assert report_of(tmp_path)["violations"] == {"approval_denied": 1}

@@ -324,21 +324,9 @@ async def approve_call(
     try:
         await book.wait(pending, also=asked)
     except Rejection as refusal:
-        session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-        session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-        emit(
-            checks.report.violation(
-                refusal.error.slug,
-                direction=Direction.CLIENT_TO_SERVER,
-                method="tools/call",
-                tool=params["name"],
-                request_id=request_id,
-                action="enforced",
-            )
+        return _answer_call(
+            session, checks, transport, request_id, params["name"], refusal, Direction.CLIENT_TO_SERVER, "enforced"
         )
-        stand_in = call_stand_in(session, request_id, transport)
-        answer = Rejection(refusal.error, refusal.errors, extra=refusal.extra, frame=stand_in)
-        return render_rejection(answer, stand_in, checks.registry)
     return None
 
 
@@ -391,26 +379,44 @@ def expire_call(
 ) -> tuple[Mapping[str, Any], Reply | None]:
     """A relayed ``tools/call`` past its tool's timeout: no longer pending, counted in the report;
     returns the ``notifications/cancelled`` for the upstream and the retryable error for the client."""
-    session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-    session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-    emit(
-        checks.report.violation(
-            CanonicalError.TOOL_TIMEOUT.slug,
-            direction=Direction.SERVER_TO_CLIENT,
-            method="tools/call",
-            tool=tool,
-            request_id=request_id,
-            action="cancelled",
-        )
-    )
     cancel = {
         "jsonrpc": "2.0",
         "method": "notifications/cancelled",
         "params": {"requestId": request_id, "reason": "timeout"},
     }
+    timeout = Rejection(CanonicalError.TOOL_TIMEOUT, extra={"retryable": True})
+    return cancel, _answer_call(
+        session, checks, transport, request_id, tool, timeout, Direction.SERVER_TO_CLIENT, "cancelled"
+    )
+
+
+def _answer_call(
+    session: Session,
+    checks: Checks,
+    transport: str,
+    request_id: RequestId,
+    tool: str,
+    rejection: Rejection,
+    direction: Direction,
+    action: str,
+) -> Reply | None:
+    """A relayed ``tools/call`` the gateway answers in the upstream's place: no longer pending,
+    counted in the report (``direction``, ``action``), rendered as the version in force prescribes."""
+    session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+    session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+    emit(
+        checks.report.violation(
+            rejection.error.slug,
+            direction=direction,
+            method="tools/call",
+            tool=tool,
+            request_id=request_id,
+            action=action,
+        )
+    )
     stand_in = call_stand_in(session, request_id, transport)
-    timeout = Rejection(CanonicalError.TOOL_TIMEOUT, extra={"retryable": True}, frame=stand_in)
-    return cancel, render_rejection(timeout, stand_in, checks.registry)
+    answer = Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=stand_in)
+    return render_rejection(answer, stand_in, checks.registry)
 
 
 def unavailable_replies(session: Session, checks: Checks, transport: str) -> list[tuple[RequestId, Reply]]:
