@@ -46,7 +46,6 @@ from .upstream import Upstream
 __all__ = [
     "Checks",
     "approve_call",
-    "call_stand_in",
     "expire_call",
     "needs_approval",
     "publish",
@@ -314,7 +313,7 @@ async def approve_call(
     document: Mapping[str, Any], book: ApprovalBook, peer: PeerChannel, session: Session, checks: Checks, transport: str
 ) -> Reply | None:
     """Hold a ``tools/call`` until its client's user approves it (an elicitation request through
-    ``peer``, or ``/approvals``): ``None`` when approved, else the refusal to answer the client with."""
+    ``peer``) or the deadline passes: ``None`` when approved, else the refusal to answer the client with."""
     request_id, params = document["id"], document["params"]
     arguments = params.get("arguments", {})
     pending = book.hold(params["name"], arguments, session.id)
@@ -363,7 +362,7 @@ def session_chain(checks: Checks) -> Handler:
     )
 
 
-def call_stand_in(session: Session, request_id: RequestId, transport: str) -> Frame:
+def _call_stand_in(session: Session, request_id: RequestId, transport: str) -> Frame:
     """The client's ``tools/call`` of ``request_id``, for the gateway to answer in its place."""
     return Frame(
         raw=b"",
@@ -414,7 +413,7 @@ def _answer_call(
             action=action,
         )
     )
-    stand_in = call_stand_in(session, request_id, transport)
+    stand_in = _call_stand_in(session, request_id, transport)
     answer = Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=stand_in)
     return render_rejection(answer, stand_in, checks.registry)
 
