@@ -18,13 +18,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_spine import CorpusTools, percentiles  # noqa: E402
-from corpus import VERSION, build  # noqa: E402
+from bench_spine import CorpusTools, percentiles, terminal_handler  # noqa: E402
+from corpus import build  # noqa: E402
 
 from mcp_server.chain import build_chain  # noqa: E402
 from mcp_server.policy import Policy, policy_stage  # noqa: E402
 from mcp_server.registry import SchemaRegistry  # noqa: E402
-from mcp_server.types import Direction, Frame, Handler, Reply, Session  # noqa: E402
+from mcp_server.types import Direction, Frame, Session  # noqa: E402
 
 
 def hundred_rules() -> Policy:
@@ -40,19 +40,6 @@ def hundred_rules() -> Policy:
     policy = Policy.from_document(document)
     assert policy.rule_count == 100, policy.rule_count
     return policy
-
-
-def terminal_handler() -> Handler:
-    async def terminal(frame: Frame) -> Reply | None:
-        message = frame.message
-        if message is not None and message.kind.value == "request" and message.id is not None and message.method:
-            tool = (message.params or {}).get("name") if message.method == "tools/call" else None
-            frame.session.expect_reply(frame.direction, message.id, message.method, tool)
-        if message is not None and message.method == "initialize" and frame.direction is Direction.SERVER_TO_CLIENT:
-            frame.session.protocol_version = VERSION
-        return None
-
-    return terminal
 
 
 def run(frames: list, tools: list[dict], registry: SchemaRegistry, policy: Policy) -> tuple[list[float], list[float]]:

@@ -30,7 +30,7 @@ from corpus import VERSION, build  # noqa: E402
 
 from mcp_server.chain import build_chain  # noqa: E402
 from mcp_server.registry import SchemaRegistry, ToolIO  # noqa: E402
-from mcp_server.types import Direction, Frame, Reply, Session  # noqa: E402
+from mcp_server.types import Direction, Frame, Handler, Reply, Session  # noqa: E402
 
 
 class CorpusTools:
@@ -57,7 +57,10 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2], ordered[int(len(ordered) * 0.99)]
 
 
-def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=None) -> tuple[float, list[float]]:
+def terminal_handler() -> Handler:
+    """The chain's last stage for a recorded session: it expects the reply to every request and
+    commits the negotiated version, as a gateway's relay does, and answers nothing."""
+
     async def terminal(frame: Frame) -> Reply | None:
         message = frame.message
         if message is not None and message.kind.value == "request" and message.id is not None and message.method:
@@ -67,7 +70,11 @@ def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=
             frame.session.protocol_version = VERSION
         return None
 
-    chain = build_chain(terminal, registry=registry, tools=CorpusTools(registry, tools), events=events)
+    return terminal
+
+
+def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=None) -> tuple[float, list[float]]:
+    chain = build_chain(terminal_handler(), registry=registry, tools=CorpusTools(registry, tools), events=events)
     session = Session()
     latencies: list[float] = []
 

@@ -12,11 +12,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import jsonio
 from .errors import CanonicalError, Rejection
 from .redaction import Redactor
+
+if TYPE_CHECKING:
+    from .policy import Policy
 
 __all__ = ["ApprovalBook", "PendingApproval", "arguments_digest"]
 
@@ -56,6 +59,11 @@ class ApprovalBook:
         self.redactor = redactor
         self.clock = clock
         self._held: dict[str, PendingApproval] = {}
+
+    @classmethod
+    def of(cls, policy: Policy) -> ApprovalBook:
+        """The book of calls ``policy`` holds: its deadline, its redaction of held arguments."""
+        return cls(deadline_seconds=policy.approval_deadline_seconds, redactor=policy.redactor)
 
     def hold(self, tool: str, arguments: Any, session_id: str) -> PendingApproval:
         now = datetime.now(UTC)

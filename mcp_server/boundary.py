@@ -59,7 +59,7 @@ def load_boundary(
     token = environ.get("MCP_APPROVER_TOKEN") or None
     if token is not None and len(token) < 16:
         raise SetupError("MCP_APPROVER_TOKEN must be at least 16 characters")
-    approvals = ApprovalBook(deadline_seconds=policy.approval_deadline_seconds, redactor=policy.redactor)
+    approvals = ApprovalBook.of(policy)
     return Boundary(
         policy=policy,
         policy_file=policy_path,

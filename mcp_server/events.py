@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -79,9 +79,6 @@ class EventLogSettings:
     keep: int = 20
     deterministic: bool = False
     seed: str = "mcp-server"
-    stderr_format: str = "text"  # or "json"
-    stderr_all: bool = False  # every event on stderr, not only failures, start and stop
-    environ: Mapping[str, str] = field(default_factory=dict)
 
 
 class _Draft:
@@ -389,7 +386,7 @@ class EventLog:
                 return
             except (BrokenPipeError, OSError, ValueError):
                 sys.stderr.write("mcp:error reason=log_writer_died detail=this process writes the event log now\n")
-                self._fallback = _FileWriter(self._partial, self._formatter, self._stderr, append=True)
+                self._fallback = _FileWriter(self._partial, self._formatter, self._stderr)
         self._fallback.write(rows)
 
 
@@ -515,8 +512,8 @@ class EventFormatter:
 class _FileWriter:
     """Rows → JSONL lines in the ``.partial`` file (and the stderr sink): the writer's one loop."""
 
-    def __init__(self, partial: Path, formatter: EventFormatter, stderr: Sink | None, *, append: bool = False) -> None:
-        self.file = partial.open("ab" if append else "wb")
+    def __init__(self, partial: Path, formatter: EventFormatter, stderr: Sink | None) -> None:
+        self.file = partial.open("ab")  # after what the writer process wrote, if it came first
         self.formatter = formatter
         self.stderr = stderr
 
@@ -553,7 +550,7 @@ def run_writer(config: Mapping[str, Any]) -> int:
     formatter = EventFormatter(config["run_id"], config["deterministic"])
     if config.get("redaction") is not None:
         formatter.redact = Redactor.build(**config["redaction"]).redact
-    writer = _FileWriter(Path(config["partial"]), formatter, stderr, append=True)
+    writer = _FileWriter(Path(config["partial"]), formatter, stderr)
     source = sys.stdin.buffer
     while rows := unpack_rows(source):  # each batch is written as soon as it arrives
         writer.write(rows)

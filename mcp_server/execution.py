@@ -62,6 +62,37 @@ class ExecutionRecord:
     error_class: str | None
     redaction_applied: bool
 
+    @classmethod
+    def of(
+        cls,
+        trace: Trace,
+        tool_id: str,
+        *,
+        latency_ms: float,
+        error_class: str | None,
+        endpoint: str = "",
+        domain: str = "",
+        method: str = "",
+        status_code: int | None = None,
+        redaction_applied: bool = False,
+    ) -> ExecutionRecord:
+        """A run of ``tool_id`` for ``trace``'s caller, stamped now (no endpoint: it never went out)."""
+        return cls(
+            timestamp=now_stamp(),
+            session_id=trace.session_id,
+            trace_id=trace.trace_id,
+            tool_id=tool_id,
+            endpoint=endpoint,
+            domain=domain,
+            method=method,
+            agent_step=trace.agent_step,
+            attempt=trace.attempt,
+            status_code=status_code,
+            latency_ms=latency_ms,
+            error_class=error_class,
+            redaction_applied=redaction_applied,
+        )
+
     def to_document(self) -> dict[str, Any]:
         return asdict(self)
 

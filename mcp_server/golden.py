@@ -28,7 +28,7 @@ from .diff import diff_documents
 from .events import VOLATILE_FIELDS, read_events
 from .replay import ReplayError, load_script, replay_http, script_args, script_upstream
 
-__all__ = ["TRANSPORTS", "GoldenDifference", "check_events", "main_golden", "run_script"]
+__all__ = ["TRANSPORTS", "GoldenDifference", "check_events", "main_golden", "run_script", "wait_ready"]
 
 TRANSPORTS = ("stdio", "socket", "http")
 HTTP_ONLY_FIELDS = ("session_id",)
@@ -56,7 +56,9 @@ def _server_args(
     return [*base, "gateway", "--log-stream", "golden", *options, "--listen", listen[transport], "--", *upstream]
 
 
-def _wait_ready(process: subprocess.Popen[bytes], ready: Path, stderr: Path) -> str:
+def wait_ready(process: subprocess.Popen[bytes], ready: Path, stderr: Path) -> str:
+    """The address in a server's ready file once it is complete; ``ReplayError`` when the server
+    exits first (with the end of its ``stderr``) or is not ready in time (it is killed)."""
     deadline = time.monotonic() + _WAIT
     while not (ready.exists() and ready.read_text().endswith("\n")):
         if process.poll() is not None:
@@ -159,7 +161,7 @@ def run_script(
                     command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, env=env
                 )
                 try:
-                    address = _wait_ready(process, workdir / "ready", stderr_path)
+                    address = wait_ready(process, workdir / "ready", stderr_path)
                     if transport == "socket":
                         asyncio.run(_feed_socket(frames, str(workdir / "mcp.sock")))
                     else:

@@ -19,7 +19,7 @@ import httpx
 
 from . import jsonio
 from .errors import CanonicalError, Rejection
-from .execution import ExecutionRecord, RecordSink, Stopwatch, Trace, now_stamp
+from .execution import ExecutionRecord, RecordSink, Stopwatch, Trace
 from .policy import Policy, denial
 from .registry import SchemaRegistry, ToolIO
 from .settings import SetupError, read_config
@@ -262,19 +262,15 @@ class HttpToolExecutor:
             unquote(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")))
         )
         self.sink(
-            ExecutionRecord(
-                timestamp=now_stamp(),
-                session_id=trace.session_id,
-                trace_id=trace.trace_id,
-                tool_id=tool.tool_id,
+            ExecutionRecord.of(
+                trace,
+                tool.tool_id,
+                latency_ms=ms,
+                error_class=error,
                 endpoint=endpoint,
                 domain=parts.hostname or "",
                 method=method,
-                agent_step=trace.agent_step,
-                attempt=trace.attempt,
                 status_code=status,
-                latency_ms=ms,
-                error_class=error,
                 redaction_applied=applied,
             )
         )

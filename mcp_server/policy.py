@@ -49,6 +49,21 @@ class _Globs:
         return self.pattern is not None and self.pattern.match(name) is not None
 
 
+def _denial(cache: dict[str, str | None], name: str, deny: _Globs, allow: _Globs, kind: str) -> str | None:
+    """Why ``name`` (a method or a tool) is refused: denied by a glob, or missing from an allow
+    list; ``None`` when it may pass. The decision goes in ``cache`` (the lists never change)."""
+    if deny.matches(name):
+        reason: str | None = f"{kind}_denied"
+    elif allow.present and not allow.matches(name):
+        reason = f"{kind}_not_allowed"
+    else:
+        reason = None
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[name] = reason
+    return reason
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRule:
     """The per-tool settings that apply to one tool (the first ``[[tool]]`` whose glob matches)."""
@@ -136,34 +151,14 @@ class Policy:
     # -- decisions: the reason for a denial, or None ------------------------------------
 
     def method_denial(self, method: str) -> str | None:
-        table = self._methods
-        if method in table:
-            return table[method]
-        if self.method_deny.matches(method):
-            reason: str | None = "method_denied"
-        elif self.method_allow.present and not self.method_allow.matches(method):
-            reason = "method_not_allowed"
-        else:
-            reason = None
-        if len(table) >= _CACHE_LIMIT:
-            table.clear()
-        table[method] = reason
-        return reason
+        cache = self._methods  # per frame: a known name costs one lookup
+        return (
+            cache[method] if method in cache else _denial(cache, method, self.method_deny, self.method_allow, "method")
+        )
 
     def tool_denial(self, tool: str) -> str | None:
-        table = self._tools
-        if tool in table:
-            return table[tool]
-        if self.tool_deny.matches(tool):
-            reason: str | None = "tool_denied"
-        elif self.tool_allow.present and not self.tool_allow.matches(tool):
-            reason = "tool_not_allowed"
-        else:
-            reason = None
-        if len(table) >= _CACHE_LIMIT:
-            table.clear()
-        table[tool] = reason
-        return reason
+        cache = self._tools
+        return cache[tool] if tool in cache else _denial(cache, tool, self.tool_deny, self.tool_allow, "tool")
 
     def rule_for(self, tool: str) -> ToolRule:
         table = self._rules

@@ -72,7 +72,7 @@ def build_server(
     from the policy when not given) governs every tool run: approval, timeout, result limits."""
     if gate is None:
         governing = policy or Policy()
-        approvals = ApprovalBook(deadline_seconds=governing.approval_deadline_seconds, redactor=governing.redactor)
+        approvals = ApprovalBook.of(governing)
         gate = ExecutionGate(governing, approvals)
 
     async def governed(tool: Tool, arguments: Any, frame: Frame) -> dict[str, Any]:

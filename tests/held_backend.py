@@ -6,8 +6,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .http_backend import serving
 
 WAIT = 20.0
 
@@ -39,12 +41,6 @@ def held_backend() -> Iterator[HeldBackend]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{server.server_port}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(Handler, state.release) as port:
+        state.url = f"http://127.0.0.1:{port}"
         yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()

@@ -71,13 +71,20 @@ def http_backend() -> Iterator[Backend]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.port = server.server_port
-    state.url = f"http://127.0.0.1:{server.server_port}"
+    with serving(Handler, state.release) as port:
+        state.port, state.url = port, f"http://127.0.0.1:{port}"
+        yield state
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], release: threading.Event) -> Iterator[int]:
+    """``handler`` served on an ephemeral loopback port (yielded) until the block ends; then
+    ``release`` lets any held request finish and the server stops."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield state
+        yield server.server_port
     finally:
-        state.release.set()
+        release.set()
         server.shutdown()
         server.server_close()

@@ -6,12 +6,12 @@ import asyncio
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_server.golden import wait_ready
 from mcp_server.replay import Replayed, replay_ndjson
 
 from .conftest import server_command, server_env
@@ -35,18 +35,6 @@ class Running:
         return self.process.wait(WAIT)
 
 
-def _wait_ready(process: subprocess.Popen[bytes], ready_file: Path, stderr_file: Path) -> str:
-    deadline = time.monotonic() + WAIT
-    while not ready_file.exists() or not ready_file.read_text().endswith("\n"):
-        if process.poll() is not None:
-            raise AssertionError(f"server exited {process.returncode}: {stderr_file.read_text()}")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError("server never became ready")
-        time.sleep(0.02)
-    return ready_file.read_text().split()[-1]
-
-
 @contextmanager
 def serving(tmp_path: Path, args: Sequence[str], **env: str) -> Iterator[Running]:
     """``mcp-server serve ARGS`` until the block ends (then SIGTERM; the exit status is the caller's)."""
@@ -61,7 +49,7 @@ def serving(tmp_path: Path, args: Sequence[str], **env: str) -> Iterator[Running
             env=server_env(tmp_path, MCP_READY_FILE=str(ready_file), **env),
         )
     try:
-        address = _wait_ready(process, ready_file, stderr_file)
+        address = wait_ready(process, ready_file, stderr_file)
         if "--socket" in args:
             address = str(args[list(args).index("--socket") + 1])
         yield Running(process, ready_file, stderr_file, address)

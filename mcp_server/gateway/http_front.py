@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import secrets
@@ -19,7 +20,7 @@ import signal
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,6 @@ from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..metrics import Metrics
 from ..peer import PeerChannel
 from ..policy import Policy
-from ..redaction import Redactor
 from ..registry import SchemaRegistry
 from ..settings import SetupError
 from ..transport.http import (
@@ -57,12 +57,12 @@ from ..transport.http import (
 from ..types import Direction, Frame, Handler, Reply, RequestId, Session
 from .config import GatewayConfig
 from .deadlines import CallDeadlines
-from .report import ConformanceReport
 from .run import (
     Checks,
     approve_call,
     expire_call,
     needs_approval,
+    new_report,
     publish,
     session_chain,
     unavailable_replies,
@@ -160,12 +160,7 @@ class _FrontSession:
         self.deadlines = None if checks.policy is None else CallDeadlines(checks.policy, self._expire)
         self._expiries: set[asyncio.Task[None]] = set()
         # Calls held for approval: the gateway asks the client (elicitation) on the call's own stream.
-        policy = checks.policy
-        self.approvals = (
-            None
-            if policy is None
-            else ApprovalBook(deadline_seconds=policy.approval_deadline_seconds, redactor=policy.redactor)
-        )
+        self.approvals = None if checks.policy is None else ApprovalBook.of(checks.policy)
         self._askers: set[PeerChannel] = set()
         self._answered = asyncio.Event()  # a client's reply to one of the gateway's own requests came
         self._held: set[asyncio.Task[None]] = set()
@@ -248,10 +243,8 @@ class _FrontSession:
             self._askers.discard(peer)
         if refusal is None:
             await self._send(raw, document, request_id, stream)
-            return
-        self.waiting.pop(request_id, None)
-        original = self.renamed.pop(request_id, None)
-        stream.put((refusal if original is None else _with_id(refusal, original)).to_bytes(), last=True)
+        else:
+            self._answer(request_id, refusal)
 
     def _answers_gateway(self, document: Mapping[str, Any]) -> bool:
         """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
@@ -326,18 +319,22 @@ class _FrontSession:
             self.last_seen = time.monotonic()  # idle time counts from the last reply, not the request
             if self.deadlines is not None:
                 self.deadlines.answered(document)
-            stream = self.waiting.pop(request_id, None) if request_id is not None else None
-            if stream is None:
+            if request_id is None or not self._answer(request_id, Reply(raw=raw, document=document)):
                 log.warning("gateway: a response to no waiting request (id %r)", request_id)
-                return
-            original = self.renamed.pop(request_id, None) if request_id is not None else None
-            if original is not None:
-                raw = _with_id(Reply(raw=raw, document=document), original).to_bytes()
-            for token in [token for token, held in self.progress.items() if held is stream]:
-                del self.progress[token]
-            stream.put(raw, last=True)
             return
         self._notify(raw, document)
+
+    def _answer(self, request_id: RequestId, reply: Reply) -> bool:
+        """The last message of the POST that waits for ``request_id`` (under the client's own id);
+        ``False`` when no POST waits for it."""
+        stream = self.waiting.pop(request_id, None)
+        original = self.renamed.pop(request_id, None)
+        if stream is None:
+            return False
+        for token in [token for token, held in self.progress.items() if held is stream]:
+            del self.progress[token]
+        stream.put((reply if original is None else _with_id(reply, original)).to_bytes(), last=True)
+        return True
 
     def _expire(self, request_id: RequestId, tool: str) -> None:
         task = asyncio.ensure_future(self._answer_expired(request_id, tool))
@@ -348,12 +345,8 @@ class _FrontSession:
         """Past the tool's timeout: the waiting POST gets ``TOOL_TIMEOUT`` (retryable) and its stream
         ends; the upstream is told to stop."""
         cancel, answer = expire_call(self.session, self.checks, request_id, tool, "http")
-        stream = self.waiting.pop(request_id, None)
-        for token in [token for token, held in self.progress.items() if held is stream]:
-            del self.progress[token]
-        original = self.renamed.pop(request_id, None)
-        if stream is not None and answer is not None:
-            stream.put((answer if original is None else _with_id(answer, original)).to_bytes(), last=True)
+        if answer is not None:
+            self._answer(request_id, answer)
         with contextlib.suppress(ConnectionError, OSError):
             await self.upstream.send(jsonio.dumps(cancel), cancel)
 
@@ -427,6 +420,7 @@ class GatewayHttpApp:
     ) -> None:
         self.new_upstream = new_upstream
         self.checks = checks
+        self._refuse = functools.partial(refuse, events=checks.events)  # a refusal is a frame in the log
         self.metrics = metrics
         self.options = options
         self.allowed = allowed_hosts(options.allowed_hosts)
@@ -659,15 +653,6 @@ class GatewayHttpApp:
         self._stateless = None
         await asyncio.gather(*(front.close() for front in fronts), *self._closing, return_exceptions=True)
 
-    async def _refuse(
-        self,
-        send: Send,
-        error: CanonicalError,
-        errors: Iterable[Mapping[str, Any]] = (),
-        extra_headers: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
-        await refuse(send, error, errors, extra_headers, events=self.checks.events)
-
 
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
@@ -691,8 +676,7 @@ async def run_gateway_http(
     The policy's rules apply as in every front; a call that needs approval is asked of its client
     (an elicitation request on the call's event stream) when the client declared elicitation and
     takes event streams, and is denied otherwise (approval fails closed)."""
-    redactor = policy.redactor if policy is not None else Redactor.build()
-    report = ConformanceReport(upstream=new_upstream().name, mode=config.mode.value, redactor=redactor, events=events)
+    report = new_report(new_upstream().name, config, policy, events)
     checks = Checks(registry, config, report, options.max_frame_bytes, policy, events)
     metrics = None
     if events is not None:

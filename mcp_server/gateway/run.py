@@ -27,7 +27,6 @@ from ..errors import CanonicalError, Rejection
 from ..events import EventLog
 from ..peer import PeerChannel
 from ..policy import Policy, policy_stage
-from ..redaction import Redactor
 from ..registry import SchemaRegistry
 from ..settings import SetupError
 from ..transport.http import accepts_event_stream
@@ -48,6 +47,7 @@ __all__ = [
     "approve_call",
     "expire_call",
     "needs_approval",
+    "new_report",
     "publish",
     "run_gateway",
     "run_gateway_unix",
@@ -98,9 +98,7 @@ async def run_gateway(
     events: EventLog | None = None,
 ) -> int:
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
-    report = ConformanceReport(
-        upstream=upstream.name, mode=config.mode.value, redactor=_redactor(policy), events=events
-    )
+    report = new_report(upstream.name, config, policy, events)
     client = _ClientOut(stdout_fd)
 
     async def write(data: bytes) -> None:
@@ -134,9 +132,7 @@ async def run_gateway_unix(
 ) -> int:
     """Clients on a Unix socket: each connection is its own session with its own upstream (a
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
-    report = ConformanceReport(
-        upstream=new_upstream().name, mode=config.mode.value, redactor=_redactor(policy), events=events
-    )
+    report = new_report(new_upstream().name, config, policy, events)
     checks = Checks(registry, config, report, max_frame_bytes, policy, events)
     with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir))) as stop:
 
@@ -218,11 +214,7 @@ async def _session(
         return not ended
 
     peer = PeerChannel(write, pump)
-    approvals = (
-        None
-        if policy is None
-        else ApprovalBook(deadline_seconds=policy.approval_deadline_seconds, redactor=policy.redactor)
-    )
+    approvals = None if policy is None else ApprovalBook.of(policy)
 
     async def to_upstream(reply: Reply) -> None:
         """A checked client frame goes on; a tool call that needs approval waits for it first."""
@@ -341,8 +333,14 @@ def _answers_gateway(peer: PeerChannel, document: Mapping[str, Any] | None) -> b
     return document is not None and "method" not in document and peer.deliver(document.get("id"), document)
 
 
-def _redactor(policy: Policy | None) -> Redactor:
-    return policy.redactor if policy is not None else Redactor.build()
+def new_report(
+    upstream: str, config: GatewayConfig, policy: Policy | None, events: EventLog | None
+) -> ConformanceReport:
+    """A gateway run's conformance report, redacted as the policy says (the built-in patterns without
+    one); with ``events``, each violation is an event of the run's log too."""
+    return ConformanceReport(
+        upstream=upstream, mode=config.mode.value, redactor=None if policy is None else policy.redactor, events=events
+    )
 
 
 def session_chain(checks: Checks) -> Handler:

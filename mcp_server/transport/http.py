@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import socket
 import time
@@ -223,7 +224,8 @@ class McpHttpApp:
         self.handler = handler
         self.rest = rest  # the REST face (/tools, /execute, /health, /approvals), when configured
         self.metrics = metrics
-        self.events = events  # a request refused before it reaches the chain is still a frame in the log
+        # A request refused before it reaches the chain is still a frame in the log.
+        self._refuse = functools.partial(refuse, events=events)
         self.registry = registry
         self.options = options
         self.allowed = allowed_hosts(options.allowed_hosts)
@@ -324,15 +326,6 @@ class McpHttpApp:
             "sessions": len(self.sessions),
         }
         await respond(send, 200, jsonio.dumps(document), b"application/json")
-
-    async def _refuse(
-        self,
-        send: Send,
-        error: CanonicalError,
-        errors: Iterable[Mapping[str, Any]] = (),
-        extra_headers: Iterable[tuple[bytes, bytes]] = (),
-    ) -> None:
-        await refuse(send, error, errors, extra_headers, events=self.events)
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:

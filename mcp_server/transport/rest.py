@@ -16,7 +16,7 @@ import httpx
 
 from .. import jsonio
 from ..errors import CanonicalError, Rejection
-from ..execution import ExecutionGate, ExecutionRecord, Stopwatch, Trace, now_stamp
+from ..execution import ExecutionGate, ExecutionRecord, Stopwatch, Trace
 from ..http_tools import HttpToolExecutor
 from ..registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
 
@@ -198,23 +198,7 @@ class RestFace:
     def _record(self, tool_id: str, trace: Trace, error: str, latency_ms: float) -> None:
         if self.executor is None:
             return
-        self.executor.sink(
-            ExecutionRecord(
-                timestamp=now_stamp(),
-                session_id=trace.session_id,
-                trace_id=trace.trace_id,
-                tool_id=tool_id,
-                endpoint="",
-                domain="",
-                method="",
-                agent_step=trace.agent_step,
-                attempt=trace.attempt,
-                status_code=None,
-                latency_ms=latency_ms,
-                error_class=error,
-                redaction_applied=False,
-            )
-        )
+        self.executor.sink(ExecutionRecord.of(trace, tool_id, latency_ms=latency_ms, error_class=error))
 
     # -- approvals ----------------------------------------------------------------------------
 
