@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = [sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_target.py")]
 FAST = [sys.executable, str(ROOT / "bench" / "fast_upstream.py")]  # answers at once: the fronts' own cost
+UPSTREAMS = {"target": TARGET, "fast": FAST}
 WARM_UP = 200
 SUPERGATEWAY = ROOT / ".cache" / "node" / "supergateway-4.0.0" / "node_modules" / ".bin" / "supergateway"
 VERSION = "2025-11-25"
@@ -145,7 +146,7 @@ async def http_run(url: str, n: int, depth: int, upstream: str) -> tuple[list[fl
 
 async def stdio_run(n: int, depth: int, upstream: str) -> tuple[list[float], float]:
     process = await asyncio.create_subprocess_exec(
-        *(TARGET if upstream == "target" else FAST),
+        *UPSTREAMS[upstream],
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
@@ -217,7 +218,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def compare(upstream: str, n: int, repeats: int, depth: int, env: dict[str, str], node: str) -> None:
-    command_of = TARGET if upstream == "target" else FAST
+    command_of = UPSTREAMS[upstream]
     p50: dict[str, list[float]] = {"stdio": [], "gateway": [], "supergateway": []}
     p99: dict[str, list[float]] = {name: [] for name in p50}
     rate: dict[str, list[float]] = {name: [] for name in p50}

@@ -28,6 +28,11 @@ class Boundary:
     executor: HttpToolExecutor | None
     approver_token: str | None
 
+    @property
+    def stage_policy(self) -> Policy | None:
+        """The policy for the chain's policy stage: the one a file gave (``None``: no stage)."""
+        return self.policy if self.policy_file is not None else None
+
 
 def load_boundary(
     environ: Mapping[str, str],

@@ -186,7 +186,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if clash:
         raise SetupError(f"tool catalogue: {sorted(clash)[0]!r} is the name of a built-in tool")
     tools = ToolSet([*own, *extra], registry, io=None if boundary.executor is None else boundary.executor.io)
-    policy = boundary.policy if boundary.policy_file is not None else None
+    policy = boundary.stage_policy
     mode = settings.endpoint
     _open_log(events, boundary.policy.redactor)
     boundary.gate.decisions = partial(events.emit, "policy")
@@ -265,7 +265,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         from .gateway.http_front import parse_listen_url
 
         front = "http"
-        parse_listen_url(listen)  # a bad URL is refused before anything starts
+        http_listen = parse_listen_url(listen)  # a bad URL is refused before anything starts
         if args.max_sessions <= 0 or args.idle_timeout <= 0:
             raise SetupError("--max-sessions and --idle-timeout must be positive")
     elif listen == "stdio" or (listen.startswith("unix:") and len(listen) > len("unix:")):
@@ -283,7 +283,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         reason = boundary.policy.outbound_denial(args.upstream, "POST")
         if reason is not None:
             raise SetupError(f"--upstream {args.upstream}: refused by the policy ({reason})")
-    policy = boundary.policy if boundary.policy_file is not None else None
+    policy = boundary.stage_policy
 
     def new_upstream() -> Upstream:
         if args.upstream:
@@ -314,7 +314,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             _say(f"mcp:ready mode=gateway listen=stdio {ready}")
             return asyncio.run(run_gateway(upstream, max_frame_bytes=settings.max_frame_bytes, **shared))
         if front == "http":
-            return _gateway_http(args, settings, new_upstream, ready, shared)
+            return _gateway_http(args, http_listen, settings, new_upstream, ready, shared)
         from .gateway.run import run_gateway_unix
         from .transport.unix_socket import bind_unix_socket
 
@@ -356,15 +356,16 @@ def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
 
 def _gateway_http(
     args: argparse.Namespace,
+    listen: tuple[str, int, str],
     settings: Settings,
     new_upstream: Callable[[], Upstream],
     ready_line: str,
     shared: Mapping[str, Any],
 ) -> int:
     """The gateway's Streamable HTTP front (``--listen http://HOST:PORT/PATH``)."""
-    from .gateway.http_front import FrontOptions, parse_listen_url, run_gateway_http
+    from .gateway.http_front import FrontOptions, run_gateway_http
 
-    host, port, path = parse_listen_url(args.listen)
+    host, port, path = listen
     listener, url = _listen_tcp(host, port, path)
     options = FrontOptions(
         path=path,

@@ -177,6 +177,10 @@ class Rejection(Exception):
         """The ``error.data`` object: ``{"ok": false, "reason", "errors", ...extra}``."""
         return {"ok": False, "reason": self.error.reason, "errors": list(self.errors), **self.extra}
 
+    def summary(self) -> dict[str, Any]:
+        """``{"code": slug, "message", "details"}``: the rejection as events and the REST face name it."""
+        return {"code": self.error.slug, "message": self.error.message, "details": list(self.errors)}
+
 
 def catalogue_markdown() -> str:
     """``docs/errors.md``, generated from the catalogue (a test keeps the file equal to this)."""

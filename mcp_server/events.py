@@ -283,7 +283,6 @@ class EventLog:
             denied = bool(rejection.extra.get("policy_violation"))
             error = (rejection.error.name, rejection.errors, denied)
             if denied and not draft.told:  # a policy decision is an event of its own, before the frame's
-                member = rejection.error
                 self.emit(
                     "policy",
                     session=session,
@@ -292,7 +291,7 @@ class EventLog:
                     tool_id=tool if type(tool) is str else None,
                     status="denied",
                     policy_violation=True,
-                    error={"code": member.slug, "message": member.message, "details": list(rejection.errors)},
+                    error=rejection.summary(),
                 )
             action = draft.action
             status = "observed" if action == "observed" else "dropped" if reply is None else "error"

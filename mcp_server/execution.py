@@ -28,7 +28,6 @@ __all__ = [
     "RecordSink",
     "Trace",
     "log_sink",
-    "now_stamp",
 ]
 
 log = logging.getLogger("mcp_server.execution")
@@ -78,7 +77,7 @@ class ExecutionRecord:
     ) -> ExecutionRecord:
         """A run of ``tool_id`` for ``trace``'s caller, stamped now (no endpoint: it never went out)."""
         return cls(
-            timestamp=now_stamp(),
+            timestamp=_now_stamp(),
             session_id=trace.session_id,
             trace_id=trace.trace_id,
             tool_id=tool_id,
@@ -104,7 +103,7 @@ Elicit = Callable[[str, Mapping[str, Any], str], Awaitable[bool]]
 """Ask the MCP client's user to approve ``(tool, redacted arguments, digest)``; True when approved."""
 
 
-def now_stamp() -> str:
+def _now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -158,15 +157,11 @@ class ExecutionGate:
     def _decided(self, tool: str, trace: Trace, status: str, rejection: Rejection | None = None) -> None:
         if self.decisions is None:
             return
-        error = None
-        if rejection is not None:
-            member = rejection.error
-            error = {"code": member.slug, "message": member.message, "details": list(rejection.errors)}
         self.decisions(
             tool_id=tool,
             status=status,
             policy_violation=status == "denied",
-            error=error,
+            error=None if rejection is None else rejection.summary(),
             agent_step=trace.agent_step,
             attempt=trace.attempt,
             session_id=trace.session_id,
@@ -182,15 +177,21 @@ class ExecutionGate:
         approval: bool = False,
         timeout_seconds: float | None = None,
         elicit: Elicit | None = None,
+        checked: bool = False,
     ) -> dict[str, Any]:
-        """The tool's result, or ``Rejection`` (policy, approval, TOOL_TIMEOUT, or the tool's own)."""
+        """The tool's result, or ``Rejection`` (policy, approval, TOOL_TIMEOUT, or the tool's own).
+
+        ``checked``: the chain's policy stage has already allowed the call and measured its
+        arguments against this gate's policy (``serve``), so that is not done again here."""
         policy = self.policy
-        limit = policy.rule_for(tool).max_argument_bytes
-        try:
-            rule = policy.check_call(tool, len(jsonio.dumps(arguments)) if limit is not None else 0)
-        except Rejection as denied:
-            self._decided(tool, trace, "denied", denied)
-            raise
+        rule = policy.rule_for(tool)
+        if not checked:
+            limit = rule.max_argument_bytes
+            try:
+                policy.check_call(tool, len(jsonio.dumps(arguments)) if limit is not None else 0)
+            except Rejection as denied:
+                self._decided(tool, trace, "denied", denied)
+                raise
         if rule.approval or approval:
             pending = self.approvals.hold(tool, arguments, trace.session_id)
             self._decided(tool, trace, "held")

@@ -28,7 +28,15 @@ from .diff import diff_documents
 from .events import VOLATILE_FIELDS, read_events
 from .replay import ReplayError, load_script, replay_http, script_args, script_upstream
 
-__all__ = ["TRANSPORTS", "GoldenDifference", "check_events", "main_golden", "run_script", "wait_ready"]
+__all__ = [
+    "TRANSPORTS",
+    "GoldenDifference",
+    "check_events",
+    "main_golden",
+    "run_script",
+    "run_script_file",
+    "wait_ready",
+]
 
 TRANSPORTS = ("stdio", "socket", "http")
 HTTP_ONLY_FIELDS = ("session_id",)
@@ -42,6 +50,9 @@ class GoldenDifference:
 
     index: int
     patch: list[dict[str, Any]]
+
+    def line(self) -> str:
+        return f"event {self.index}: {jsonio.dumps(self.patch).decode()}"
 
 
 def _server_args(
@@ -134,7 +145,6 @@ def run_script(
     upstream: Sequence[str] | None = None,
     options: Sequence[str] = (),
     deterministic: bool = True,
-    environ: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Replay ``frames`` against a fresh server (or a gateway before ``upstream``) started with
     ``options``; its events."""
@@ -142,15 +152,12 @@ def run_script(
         raise ReplayError(f"--transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     with tempfile.TemporaryDirectory(prefix="mcp-golden-") as temporary:
         workdir = Path(temporary)
-        env = {k: v for k, v in (os.environ if environ is None else environ).items() if not k.startswith("MCP_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_")}
         env.update(
             MCP_RUNS_DIR=str(workdir / "runs"),
             MCP_READY_FILE=str(workdir / "ready"),
             MCP_DETERMINISTIC="1" if deterministic else "0",
         )
-        for name in ("PYTHONPATH", "MCP_ALLOWED_HOSTS", "MCP_MAX_FRAME_BYTES"):
-            if environ is not None and name in environ:
-                env[name] = environ[name]
         command = _server_args(transport, workdir, upstream, options)
         stderr_path = workdir / "stderr"
         with stderr_path.open("wb") as stderr:
@@ -180,6 +187,20 @@ def run_script(
         if not latest.exists():
             raise ReplayError("the server wrote no event log")
         return list(read_events(latest))
+
+
+def run_script_file(
+    script: Path, *, transport: str = "stdio", upstream: Sequence[str] | None = None, deterministic: bool = True
+) -> list[dict[str, Any]]:
+    """``run_script`` of a script file: its frames, against the upstream and with the options its
+    header names (``upstream`` given here wins)."""
+    return run_script(
+        load_script(script),
+        transport=transport,
+        upstream=upstream or script_upstream(script),
+        options=script_args(script),
+        deterministic=deterministic,
+    )
 
 
 def _front(events: Sequence[Mapping[str, Any]]) -> str | None:
@@ -253,15 +274,7 @@ def main_golden(argv: Sequence[str]) -> int:
         argv, upstream = argv[:split], argv[split + 1 :]
     args = _parser().parse_args(argv)
     try:
-        frames = load_script(args.script)
-        upstream = upstream or script_upstream(args.script)
-        actual = run_script(
-            frames,
-            transport=args.transport,
-            upstream=upstream,
-            options=script_args(args.script),
-            deterministic=not args.live,
-        )
+        actual = run_script_file(args.script, transport=args.transport, upstream=upstream, deterministic=not args.live)
         if args.verb == "record":
             write_golden(args.output, actual)
             sys.stderr.write(f"mcp:golden recorded events={len(actual)} path={args.output}\n")
@@ -281,7 +294,7 @@ def main_golden(argv: Sequence[str]) -> int:
         sys.stderr.write(f"mcp:golden updated differences={len(differences)} path={args.golden}\n")
         return 0
     for difference in differences:
-        sys.stdout.write(f"event {difference.index}: {jsonio.dumps(difference.patch).decode()}\n")
+        sys.stdout.write(difference.line() + "\n")
     sys.stderr.write(
         f"mcp:golden {'differs' if differences else 'matches'} events={len(actual)} "
         f"differences={len(differences)} golden={args.golden}\n"

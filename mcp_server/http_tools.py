@@ -6,7 +6,6 @@ credentials go out as a header, never into a record or a log. One pooled httpx c
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import httpx
 from . import jsonio
 from .errors import CanonicalError, Rejection
 from .execution import ExecutionRecord, RecordSink, Stopwatch, Trace
-from .policy import Policy, denial
+from .policy import Globs, Policy, denial, outbound_reason
 from .registry import SchemaRegistry, ToolIO
 from .settings import SetupError, read_config
 from .tools import Tool, ToolContext, ToolFunction
@@ -47,6 +46,10 @@ class HttpTool:
     approval: bool = False
     credential_header: str | None = field(default=None, repr=False)
     credential: str | None = field(default=None, repr=False)
+    domains: Globs = field(init=False, repr=False, compare=False)  # ``allowed_domains``, compiled once
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "domains", Globs(self.allowed_domains, fold_case=True))
 
     def registry_entry(self) -> dict[str, Any]:
         """What ``GET /tools`` shows: never the credential."""
@@ -63,14 +66,7 @@ class HttpTool:
 
     def hop_denial(self, url: str, method: str) -> str | None:
         """The tool's own restriction on one hop (the policy's is checked beside it)."""
-        if self.allowed_methods is not None and method not in self.allowed_methods:
-            return "http_method_not_allowed"
-        host = (urlsplit(url).hostname or "").lower()
-        if self.allowed_domains is not None and not any(
-            fnmatch.fnmatchcase(host, d.lower()) for d in self.allowed_domains
-        ):
-            return "domain_not_allowed"
-        return None
+        return outbound_reason(url, method, self.allowed_methods, self.domains)
 
 
 def parse_base_url(value: str) -> str:
@@ -151,7 +147,6 @@ class HttpToolExecutor:
         self.policy = policy
         self.sink = sink
         self.by_id: Mapping[str, HttpTool] = MappingProxyType({t.tool_id: t for t in tools})
-        self.by_name: Mapping[str, HttpTool] = MappingProxyType({t.name: t for t in tools})
         self.io: Mapping[str, ToolIO] = MappingProxyType(
             {
                 t.name: ToolIO(

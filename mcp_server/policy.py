@@ -24,10 +24,12 @@ from .types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Di
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
+    "Globs",
     "Policy",
     "ToolRule",
     "denial",
     "load_policy",
+    "outbound_reason",
     "policy_stage",
 ]
 
@@ -35,7 +37,7 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 _CACHE_LIMIT = 4096  # distinct names remembered per decision table; cleared whole when full
 
 
-class _Globs:
+class Globs:
     """A list of fnmatch globs compiled into one regular expression (``None``: the list is absent)."""
 
     __slots__ = ("pattern", "present")
@@ -49,7 +51,17 @@ class _Globs:
         return self.pattern is not None and self.pattern.match(name) is not None
 
 
-def _denial(cache: dict[str, str | None], name: str, deny: _Globs, allow: _Globs, kind: str) -> str | None:
+def outbound_reason(url: str, method: str, methods: frozenset[str] | None, domains: Globs) -> str | None:
+    """Why a hop to ``url`` with ``method`` breaks a list of HTTP methods (``None``: any) or of
+    domain globs (absent: any); ``None`` when it keeps to both."""
+    if methods is not None and method.upper() not in methods:
+        return "http_method_not_allowed"
+    if domains.present and not domains.matches((urlsplit(url).hostname or "").lower()):
+        return "domain_not_allowed"
+    return None
+
+
+def _denial(cache: dict[str, str | None], name: str, deny: Globs, allow: Globs, kind: str) -> str | None:
     """Why ``name`` (a method or a tool) is refused: denied by a glob, or missing from an allow
     list; ``None`` when it may pass. The decision goes in ``cache`` (the lists never change)."""
     if deny.matches(name):
@@ -83,14 +95,14 @@ def denial(error: CanonicalError, path: str, msg: str, *, frame: Frame | None = 
 class Policy:
     """A compiled policy. The empty policy allows everything and redacts the default secrets."""
 
-    method_allow: _Globs = field(default_factory=lambda: _Globs(None))
-    method_deny: _Globs = field(default_factory=lambda: _Globs(None))
-    tool_allow: _Globs = field(default_factory=lambda: _Globs(None))
-    tool_deny: _Globs = field(default_factory=lambda: _Globs(None))
-    domains: _Globs = field(default_factory=lambda: _Globs(None))
+    method_allow: Globs = field(default_factory=lambda: Globs(None))
+    method_deny: Globs = field(default_factory=lambda: Globs(None))
+    tool_allow: Globs = field(default_factory=lambda: Globs(None))
+    tool_deny: Globs = field(default_factory=lambda: Globs(None))
+    domains: Globs = field(default_factory=lambda: Globs(None))
     http_methods: frozenset[str] | None = None
     max_bytes: Mapping[str, int] = field(default_factory=dict)
-    tool_rules: tuple[tuple[_Globs, ToolRule], ...] = ()
+    tool_rules: tuple[tuple[Globs, ToolRule], ...] = ()
     default_rule: ToolRule = ToolRule()
     approval_deadline_seconds: float = 300.0
     approval_by_elicitation: bool = True
@@ -111,7 +123,7 @@ class Policy:
         default = ToolRule(timeout_seconds=timeout)
         rules = tuple(
             (
-                _Globs([entry["match"]]),
+                Globs([entry["match"]]),
                 ToolRule(
                     timeout_seconds=float(entry.get("timeout_seconds", timeout)),
                     approval=bool(entry.get("approval", False)),
@@ -124,11 +136,11 @@ class Policy:
         count = sum(len(part.get(k, ())) for part in (methods, tools) for k in ("allow", "deny"))
         count += len(outbound.get("domains", ())) + len(outbound.get("methods", ())) + len(limits) + len(rules)
         return cls(
-            method_allow=_Globs(methods.get("allow")),
-            method_deny=_Globs(methods.get("deny")),
-            tool_allow=_Globs(tools.get("allow")),
-            tool_deny=_Globs(tools.get("deny")),
-            domains=_Globs(outbound.get("domains"), fold_case=True),
+            method_allow=Globs(methods.get("allow")),
+            method_deny=Globs(methods.get("deny")),
+            tool_allow=Globs(tools.get("allow")),
+            tool_deny=Globs(tools.get("deny")),
+            domains=Globs(outbound.get("domains"), fold_case=True),
             http_methods=frozenset(outbound["methods"]) if "methods" in outbound else None,
             max_bytes={
                 direction: limits[f"{direction}_bytes"]
@@ -172,12 +184,7 @@ class Policy:
 
     def outbound_denial(self, url: str, method: str) -> str | None:
         """Why an outbound HTTP call to ``url`` with ``method`` is refused (every hop of a redirect too)."""
-        if self.http_methods is not None and method.upper() not in self.http_methods:
-            return "http_method_not_allowed"
-        host = (urlsplit(url).hostname or "").lower()
-        if self.domains.present and not self.domains.matches(host):
-            return "domain_not_allowed"
-        return None
+        return outbound_reason(url, method, self.http_methods, self.domains)
 
     def check_outbound(self, url: str, method: str) -> None:
         reason = self.outbound_denial(url, method)
@@ -301,8 +308,7 @@ def _answered(frame: Frame) -> Frame:
     key = _request_key(frame)
     if key is None or frame.message is None:
         return frame
-    method = frame.session.pending.pop(key, None)
-    frame.session.pending_tools.pop(key, None)
+    method, _ = frame.session.settle(*key)
     return frame.evolve(message=frame.message._replace(method=method))
 
 

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .registry import pointer
+
 __all__ = ["DEFAULT_KEYS", "MASK", "SECRET_PATTERNS", "Redactor"]
 
 MASK = "[REDACTED]"
@@ -84,7 +86,7 @@ class Redactor:
     def spec(self) -> dict[str, list[str]]:
         """What ``build`` needs to make this redactor again (in another process): ``build(**spec())``."""
         return {
-            "pointers": ["".join("/" + t.replace("~", "~0").replace("/", "~1") for t in p) for p in self.pointers],
+            "pointers": [pointer(tokens) for tokens in self.pointers],
             "keys": sorted(self.keys - DEFAULT_KEYS),
             "patterns": [pattern.pattern for pattern, _ in self.patterns[len(SECRET_PATTERNS) :]],
         }

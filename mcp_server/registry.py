@@ -345,6 +345,10 @@ class SchemaRegistry:
         uri, document = self._files[path.resolve()]
         return document, self.compile(document, base_uri=uri, name=str(path))
 
+    def bundled(self, name: str) -> Validator:
+        """The compiled validator of ``schemas/<name>``, a schema of this project's own (its files)."""
+        return self.compile(self._read(BUNDLED_SCHEMAS / name), name=name)
+
     def load_tool_io(self, tool_id: str) -> ToolIO:
         """The compiled I/O validators of one of the project's own tools.
 

@@ -128,10 +128,7 @@ def check_message(
     if message.id is None:  # an error response to a frame whose id could not be read
         found = violations(protocol.envelope_validator(protocol.error_response_def), document)
     else:
-        key = (_opposite(direction), message.id)
-        method = session.pending.pop(key, None)
-        tool = session.pending_tools.pop(key, None)
-        session.pending_versions.pop(key, None)
+        method, tool = session.settle(_opposite(direction), message.id)
         if method is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
         if message.kind is ERROR_RESPONSE:

@@ -23,7 +23,7 @@ from .settings import Settings
 from .tools import Tool, ToolContext, ToolSet
 from .types import NOTIFICATION, REQUEST, Frame, Handler, Reply
 
-__all__ = ["build_server", "call_tool_result", "trace_of"]
+__all__ = ["build_server", "call_tool_result"]
 
 
 def call_tool_result(output: Mapping[str, Any], registry: SchemaRegistry, version: str) -> dict[str, Any]:
@@ -37,7 +37,7 @@ def call_tool_result(output: Mapping[str, Any], registry: SchemaRegistry, versio
     return result
 
 
-def trace_of(frame: Frame, params: Mapping[str, Any]) -> Trace:
+def _trace_of(frame: Frame, params: Mapping[str, Any]) -> Trace:
     """The call's trace: the session, and ``trace_id``/``agent_step``/``attempt`` from ``_meta``."""
     meta = params.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
@@ -74,10 +74,11 @@ def build_server(
         governing = policy or Policy()
         approvals = ApprovalBook.of(governing)
         gate = ExecutionGate(governing, approvals)
+    checked = policy is not None and gate.policy is policy  # the chain's policy stage has allowed each call
 
     async def governed(tool: Tool, arguments: Any, frame: Frame) -> dict[str, Any]:
         params = frame.message.params if frame.message is not None else None
-        trace = trace_of(frame, params if isinstance(params, Mapping) else {})
+        trace = _trace_of(frame, params if isinstance(params, Mapping) else {})
         elicit = _elicit(frame)
         context = ToolContext(registry=registry, version=frame.version, trace=trace, elicit=elicit)
         return await gate.run(
@@ -88,6 +89,7 @@ def build_server(
             approval=tool.approval,
             timeout_seconds=tool.timeout_seconds,
             elicit=elicit,
+            checked=checked,
         )
 
     async def list_tools(frame: Frame) -> dict[str, Any]:

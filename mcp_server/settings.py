@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jsonio
-from .registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
+from .registry import SchemaRegistry, violations
 from .size_guard import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["ENDPOINTS", "LOG_FORMATS", "Settings", "SetupError", "parse_host_port", "read_config"]
@@ -37,8 +37,7 @@ def read_config(path: Path, *, what: str, schema: str, registry: SchemaRegistry)
         raise SetupError(f"{what} {path}: not valid JSON: {exc}") from None  # names line and column
     except UnicodeDecodeError:
         raise SetupError(f"{what} {path}: not UTF-8") from None
-    validator = registry.compile(jsonio.loads((BUNDLED_SCHEMAS / schema).read_bytes()), name=schema)
-    found = violations(validator, document)
+    found = violations(registry.bundled(schema), document)
     if found:
         raise SetupError(f"{what} {path}: at {found[0]['path'] or '/'}: {found[0]['msg']}")
     return document

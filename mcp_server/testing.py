@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from . import jsonio
 from .events import read_events
-from .golden import check_events, run_script, write_golden
-from .replay import load_script, script_args, script_upstream
+from .golden import check_events, run_script_file, write_golden
 
 __all__ = ["mcp_golden", "pytest_addoption"]
 
@@ -42,21 +40,15 @@ def mcp_golden(request: Any) -> GoldenCheck:
         upstream: Sequence[str] | None = None,
         deterministic: bool = True,
     ) -> None:
-        actual = run_script(
-            load_script(script),
-            transport=transport,
-            upstream=upstream or script_upstream(script),
-            options=script_args(script),
-            deterministic=deterministic,
-        )
-        if update or not golden.exists():
-            if not update:
-                pytest.fail(f"no golden at {golden}: run pytest --update-goldens to record it")
+        actual = run_script_file(script, transport=transport, upstream=upstream, deterministic=deterministic)
+        if update:
             write_golden(golden, actual)
             return
+        if not golden.exists():
+            pytest.fail(f"no golden at {golden}: run pytest --update-goldens to record it")
         differences = check_events(list(read_events(golden)), actual)
         if differences:
-            lines = [f"event {d.index}: {jsonio.dumps(d.patch).decode()}" for d in differences]
+            lines = [difference.line() for difference in differences]
             pytest.fail(f"{len(differences)} event(s) differ from {golden}:\n" + "\n".join(lines), pytrace=False)
 
     return check

@@ -133,6 +133,13 @@ class Session:
         if version is not None:
             self.pending_versions[(direction, request_id)] = version
 
+    def settle(self, direction: Direction, request_id: RequestId) -> tuple[str | None, str | None]:
+        """The request sent in ``direction`` is answered (or answered for): no longer pending.
+        Returns its method and tool (``None`` when it was not pending)."""
+        key = (direction, request_id)
+        self.pending_versions.pop(key, None)
+        return self.pending.pop(key, None), self.pending_tools.pop(key, None)
+
 
 _NO_ANNOTATIONS: Mapping[str, Any] = MappingProxyType({})
 
@@ -198,15 +205,16 @@ class Reply:
     error: CanonicalError | None = None
     to_peer: bool = False
     # The document serialised, once: the event log measures the reply and the transport sends it.
-    _encoded: list[bytes] = field(default_factory=list, init=False, repr=False, compare=False)
+    _encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     def to_bytes(self) -> bytes:
         if self.raw is not None:
             return self.raw
         encoded = self._encoded
-        if not encoded:
-            encoded.append(jsonio.dumps(self.document))
-        return encoded[0]
+        if encoded is None:
+            encoded = jsonio.dumps(self.document)
+            object.__setattr__(self, "_encoded", encoded)  # a cache, not a change of the reply
+        return encoded
 
 
 Handler = Callable[[Frame], Awaitable[Reply | None]]

@@ -49,7 +49,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     factory = getattr(session.config, "_tmp_path_factory", None)  # pytest's own, for tmp_path folders
     if factory is not None:
         roots.append(factory.getbasetemp())
-    validator = SchemaRegistry().compile(jsonio.loads(LOG_SCHEMA.read_bytes()))
+    validator = SchemaRegistry().bundled(LOG_SCHEMA.name)
     bad: list[str] = []
     count = 0
     for path in _event_files(*roots):
@@ -76,6 +76,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 @pytest.fixture(scope="session")
 def registry() -> SchemaRegistry:
     return SchemaRegistry()
+
+
+@pytest.fixture(scope="session")
+def log_validator(registry: SchemaRegistry) -> Any:
+    """The compiled log-event schema (``schemas/log-event.schema.json``)."""
+    return registry.bundled(LOG_SCHEMA.name)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -83,10 +82,3 @@ def replay_stdio(tmp_path: Path, frames: Sequence[bytes], **env: str) -> list[Re
             await asyncio.wait_for(process.wait(), WAIT)
 
     return asyncio.run(run())
-
-
-def free_env() -> dict[str, str]:
-    """The environment without this project's settings, but with the suite's runs folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_", "SYN_"))}
-    env["MCP_RUNS_DIR"] = os.environ["MCP_RUNS_DIR"]
-    return env

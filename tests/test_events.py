@@ -22,7 +22,7 @@ from mcp_server.settings import Settings
 from mcp_server.tools import ToolSet
 from mcp_server.types import Direction, Frame, Session
 
-from .conftest import LOG_SCHEMA, initialize_frame, server_command, server_env
+from .conftest import initialize_frame, server_command, server_env
 from .servers import serving
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -62,11 +62,6 @@ def run_serve(tmp_path: Path, frames: list[Any], *args: str, **env: str) -> subp
 
 def latest(runs: Path, stream: str = "serve") -> Path:
     return runs / "mcp_server" / stream / ".latest"
-
-
-@pytest.fixture(scope="module")
-def log_validator() -> Any:
-    return SchemaRegistry().compile(jsonio.loads(LOG_SCHEMA.read_bytes()))
 
 
 def test_two_deterministic_runs_write_byte_identical_log_files(tmp_path: Path) -> None:

@@ -12,11 +12,11 @@ import pytest
 
 from mcp_server import jsonio
 from mcp_server.events import read_events
-from mcp_server.golden import check_events, run_script
-from mcp_server.registry import SchemaRegistry, violations
+from mcp_server.golden import check_events, run_script, write_golden
+from mcp_server.registry import violations
 from mcp_server.replay import load_script, script_upstream
 
-from .conftest import LOG_SCHEMA, ROOT, server_env
+from .conftest import ROOT, server_env
 
 GOLDEN = ROOT / "fixtures" / "golden"
 SCRIPTS = sorted(GOLDEN.glob("*.script.jsonl"))
@@ -75,12 +75,11 @@ def test_the_golden_holds_over_every_transport(mcp_golden: Callable[..., None], 
     mcp_golden(script, golden_of(script), transport=transport)
 
 
-def test_golden_events_validate_against_the_log_schema() -> None:
+def test_golden_events_validate_against_the_log_schema(log_validator: Any) -> None:
     """Issue 7: the log format is defined by a JSON Schema, and goldens are logs."""
-    validator = SchemaRegistry().compile(jsonio.loads(LOG_SCHEMA.read_bytes()))
     for script in SCRIPTS:
         for event in read_events(golden_of(script)):
-            assert violations(validator, event) == [], (script.name, event["seq"])
+            assert violations(log_validator, event) == [], (script.name, event["seq"])
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +89,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     result = golden_cli(folder, "record", str(SERVE_SCRIPT), "-o", str(golden))
     assert result.returncode == 0, result.stderr
     return golden, list(read_events(golden))
-
-
-def rewrite(path: Path, events: list[dict[str, Any]]) -> None:
-    path.write_bytes(b"".join(jsonio.dumps(e) + b"\n" for e in events))
 
 
 def test_golden_check_passes_on_the_golden_it_recorded(tmp_path: Path, recorded: tuple[Path, list[Any]]) -> None:
@@ -113,7 +108,7 @@ def test_golden_check_fails_on_a_changed_status_with_its_patch(
     index = next(i for i, e in enumerate(changed) if e["status"] == "tool_error")
     changed[index]["status"] = "ok"
     golden = tmp_path / "changed.jsonl"
-    rewrite(golden, changed)
+    write_golden(golden, changed)
     result = golden_cli(tmp_path, "check", str(SERVE_SCRIPT), str(golden))
     assert result.returncode == 1
     [line] = result.stdout.splitlines()
@@ -128,7 +123,7 @@ def test_golden_check_fails_on_a_missing_schema_version(
     changed = [dict(e) for e in events]
     changed[3] = {**changed[3], "metadata": {"deterministic": True}}
     golden = tmp_path / "old-format.jsonl"
-    rewrite(golden, changed)
+    write_golden(golden, changed)
     result = golden_cli(tmp_path, "check", str(SERVE_SCRIPT), str(golden))
     assert result.returncode == 1
     patches = [jsonio.loads(line.split(": ", 1)[1]) for line in result.stdout.splitlines()]
@@ -145,10 +140,10 @@ def test_a_live_golden_ignores_only_the_volatile_fields(tmp_path: Path) -> None:
         {**e, "ts": "2001-01-01T00:00:00.000Z", "duration_ms": 99.0, "trace_id": "f" * 32, "run_id": "0" * 16}
         for e in events
     ]
-    rewrite(golden, shifted)
+    write_golden(golden, shifted)
     assert golden_cli(tmp_path, "check", "--live", str(SERVE_SCRIPT), str(golden)).returncode == 0
     shifted[2] = {**shifted[2], "bytes_out": shifted[2]["bytes_out"] + 1}
-    rewrite(golden, shifted)
+    write_golden(golden, shifted)
     result = golden_cli(tmp_path, "check", "--live", str(SERVE_SCRIPT), str(golden))
     assert result.returncode == 1 and result.stdout.startswith("event 2: ")
 
@@ -157,7 +152,7 @@ def test_update_rewrites_a_golden_that_differs(tmp_path: Path, recorded: tuple[P
     """Issue 7: `--update` rewrites the golden; the next check passes."""
     golden_path, events = recorded
     golden = tmp_path / "stale.jsonl"
-    rewrite(golden, events[:-3])
+    write_golden(golden, events[:-3])
     result = golden_cli(tmp_path, "check", "--update", str(SERVE_SCRIPT), str(golden))
     assert result.returncode == 0 and "updated differences=3" in result.stderr
     assert golden.read_bytes() == golden_path.read_bytes()

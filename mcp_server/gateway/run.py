@@ -399,8 +399,7 @@ def _answer_call(
 ) -> Reply | None:
     """A relayed ``tools/call`` the gateway answers in the upstream's place: no longer pending,
     counted in the report (``direction``, ``action``), rendered as the version in force prescribes."""
-    session.pending.pop((Direction.CLIENT_TO_SERVER, request_id), None)
-    session.pending_tools.pop((Direction.CLIENT_TO_SERVER, request_id), None)
+    session.settle(Direction.CLIENT_TO_SERVER, request_id)
     emit(
         checks.report.violation(
             rejection.error.slug,

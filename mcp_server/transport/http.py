@@ -20,17 +20,18 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import jsonio
 from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
 from ..events import EventLog
 from ..metrics import CONTENT_TYPE, Metrics
 from ..registry import SchemaRegistry
 from ..types import Direction, Frame, Handler, Reply, Session
-from .rest import RestFace
 from .signals import stop_on_signals
+
+if TYPE_CHECKING:
+    from .rest import RestFace
 
 __all__ = [
     "HttpOptions",
@@ -190,7 +191,7 @@ async def refuse(
             direction=Direction.CLIENT_TO_SERVER.value,
             status="error",
             bytes_out=len(body),
-            error={"code": error.slug, "message": error.message, "details": list(rejection.errors)},
+            error=rejection.summary(),
         )
     await respond(send, error.http_status, body, b"application/json", extra_headers)
 
@@ -216,13 +217,13 @@ class McpHttpApp:
         handler: Handler,
         registry: SchemaRegistry,
         options: HttpOptions,
-        rest: RestFace | None = None,
+        rest: RestFace,
         *,
         metrics: Metrics | None = None,
         events: EventLog | None = None,
     ) -> None:
         self.handler = handler
-        self.rest = rest  # the REST face (/tools, /execute, /health, /approvals), when configured
+        self.rest = rest  # the REST face: /tools, /execute, /health, /approvals
         self.metrics = metrics
         # A request refused before it reaches the chain is still a frame in the log.
         self._refuse = functools.partial(refuse, events=events)
@@ -241,10 +242,8 @@ class McpHttpApp:
             await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
         elif path == "/mcp":
             await self._mcp(scope, receive, send, headers)
-        elif self.rest is not None and self.rest.serves(path):
+        elif self.rest.serves(path):
             await self.rest(scope, receive, send, headers)
-        elif path == "/health" and scope["method"] == "GET":
-            await self._health(send)
         elif path == "/metrics" and scope["method"] == "GET" and self.metrics is not None:
             await respond(send, 200, self.metrics.render(), CONTENT_TYPE.encode())
         else:
@@ -274,7 +273,7 @@ class McpHttpApp:
             self._last_seen[session_id] = time.monotonic()
             announced = headers.get("mcp-protocol-version")
             if announced is not None and announced != session.protocol_version:
-                return await refuse(
+                return await self._refuse(
                     send,
                     CanonicalError.HEADER_MISMATCH,
                     [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not the session's version"}],
@@ -318,14 +317,6 @@ class McpHttpApp:
             return await self._refuse(send, CanonicalError.UNKNOWN_SESSION)
         self._last_seen.pop(session_id, None)
         await respond(send, 204, b"", None)
-
-    async def _health(self, send: Send) -> None:
-        document = {
-            "status": "ok",
-            "versions": list(self.registry.versions),
-            "sessions": len(self.sessions),
-        }
-        await respond(send, 200, jsonio.dumps(document), b"application/json")
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:

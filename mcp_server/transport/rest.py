@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +18,10 @@ from .. import jsonio
 from ..errors import CanonicalError, Rejection
 from ..execution import ExecutionGate, ExecutionRecord, Stopwatch, Trace
 from ..http_tools import HttpToolExecutor
-from ..registry import BUNDLED_SCHEMAS, SchemaRegistry, violations
+from ..registry import SchemaRegistry, violations
+from .http import Receive, Scope, Send, read_body, respond
 
 __all__ = ["RestFace", "error_object"]
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 log = logging.getLogger("mcp_server")
 
@@ -33,18 +30,11 @@ PATHS = ("/tools", "/execute", "/health", "/approvals")
 
 def error_object(rejection: Rejection) -> dict[str, Any]:
     """The REST error: ``code`` (the catalogue slug), ``message``, ``details``, ``retryable``, ``policy_violation``."""
-    error = rejection.error
     return {
-        "code": error.slug,
-        "message": error.message,
-        "details": list(rejection.errors),
-        "retryable": bool(rejection.extra.get("retryable", error.retryable)),
+        **rejection.summary(),
+        "retryable": bool(rejection.extra.get("retryable", rejection.error.retryable)),
         "policy_violation": bool(rejection.extra.get("policy_violation", False)),
     }
-
-
-def _schema(registry: SchemaRegistry, name: str) -> Any:
-    return registry.compile(jsonio.loads((BUNDLED_SCHEMAS / name).read_bytes()), name=name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,8 +63,8 @@ class RestFace:
         self.max_body_bytes = max_body_bytes
         self.approver_token = approver_token
         self.upstream_url = upstream_url
-        self._execute_schema = _schema(registry, "execute-request.schema.json")
-        self._decision_schema = _schema(registry, "approval-decision.schema.json")
+        self._execute_schema = registry.bundled("execute-request.schema.json")
+        self._decision_schema = registry.bundled("approval-decision.schema.json")
 
     def serves(self, path: str) -> bool:
         return path in PATHS or path.startswith("/approvals/")
@@ -90,12 +80,7 @@ class RestFace:
             log.exception("internal error in %s %s", method, path)  # the traceback to the log, never the wire
             internal = Rejection(CanonicalError.INTERNAL_ERROR)
             reply = _Reply(status=internal.error.http_status, document={"error": error_object(internal)})
-        body = jsonio.dumps(reply.document)
-        response_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send(
-            {"type": "http.response.start", "status": reply.status, "headers": response_headers + list(reply.headers)}
-        )
-        await send({"type": "http.response.body", "body": body})
+        await respond(send, reply.status, jsonio.dumps(reply.document), b"application/json", reply.headers)
 
     async def _route(self, path: str, method: str, receive: Receive, headers: Mapping[str, str]) -> _Reply:
         wanted = {"/tools": "GET", "/execute": "POST", "/health": "GET", "/approvals": "GET"}.get(path, "POST")
@@ -119,8 +104,6 @@ class RestFace:
         kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if kind != "application/json":
             raise Rejection(CanonicalError.UNSUPPORTED_MEDIA_TYPE, [{"path": "", "msg": "content_type"}])
-        from .http import read_body  # the one capped body reader (http imports this module first)
-
         body, size = await read_body(receive, headers, self.max_body_bytes)
         if size > self.max_body_bytes:
             raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE, [{"path": "", "msg": "payload_too_large"}])
@@ -183,7 +166,8 @@ class RestFace:
                 "execution": {"latency_ms": clock.elapsed_ms(), "status_code": status_code, "request_id": request_id},
             }
             return _Reply(status=rejection.error.http_status, document=document, headers=_request_id(request_id))
-        sanitised, _ = self.gate.policy.redactor.redact(result)
+        policy = self.gate.policy  # the REST face always redacts; the gate has when the policy sanitises
+        sanitised = result if policy.sanitise_results else policy.redactor.redact(result)[0]
         document = {
             "status": "success",
             "result": sanitised,
