@@ -6,11 +6,17 @@ which answers at once (raw NDJSON, 20 tools with distinct schemas): there the ga
 all that separates the two paths. Prints medians of repeats and same-run ratios: added p50 at
 concurrency 1 (target ≤ 100 µs), throughput at concurrency 16 (target ≥ 70 % of direct), and the
 gateway's RSS with 500 distinct tool schemas compiled (target ≤ 60 MiB).
+
+Two floors, same run, say what the machine allows: bench/bare_relay.py in the instant upstream's
+path (a process that moves lines and checks nothing), and the gateway's own chain measured in this
+process per frame, back to back and after the pause a frame waits in a real round trip (the
+gateway's core idles while the client and the upstream work).
 Usage: python bench/bench_gateway.py [--quick]
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import statistics
@@ -22,7 +28,20 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fast_upstream import result_of, tool  # noqa: E402
+
+from mcp_server.events import EventLog, EventLogSettings  # noqa: E402
+from mcp_server.gateway.config import GatewayConfig  # noqa: E402
+from mcp_server.gateway.run import Checks, new_report, session_chain  # noqa: E402
+from mcp_server.registry import SchemaRegistry  # noqa: E402
+from mcp_server.size_guard import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
+from mcp_server.types import Direction, Frame, Session  # noqa: E402
+
 UPSTREAM = [sys.executable, str(ROOT / "bench" / "fast_upstream.py")]
+BARE_RELAY = [sys.executable, str(ROOT / "bench" / "bare_relay.py")]
 TARGET = [sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_target.py")]
 
 
@@ -124,14 +143,25 @@ def rss_with_tools(count: int, runs: str) -> float:
 
 
 def compare(
-    label: str, upstream: list[str], size: int | None, n_seq: int, n_conc: int, repeats: int, runs: str
-) -> None:
-    p50: dict[str, list[float]] = {"direct": [], "gateway": []}
-    p99: dict[str, list[float]] = {"direct": [], "gateway": []}
-    rate: dict[str, list[float]] = {"direct": [], "gateway": []}
-    gateway = [sys.executable, "-m", "mcp_server", "gateway", "--", *upstream]
+    label: str,
+    upstream: list[str],
+    size: int | None,
+    n_seq: int,
+    n_conc: int,
+    repeats: int,
+    runs: str,
+    *,
+    floor: bool = False,
+) -> float:
+    """Direct vs through the gateway (and, with ``floor``, through the bare relay); the added p50 in µs."""
+    paths = {"direct": upstream, "gateway": [sys.executable, "-m", "mcp_server", "gateway", "--", *upstream]}
+    if floor:
+        paths["bare relay"] = [*BARE_RELAY, *upstream]
+    p50: dict[str, list[float]] = {name: [] for name in paths}
+    p99: dict[str, list[float]] = {name: [] for name in paths}
+    rate: dict[str, list[float]] = {name: [] for name in paths}
     for _ in range(repeats):
-        for name, command in (("direct", upstream), ("gateway", gateway)):
+        for name, command in paths.items():
             process = start(command, runs)
             latencies = sorted(sequential(process, n_seq, size))
             p50[name].append(latencies[len(latencies) // 2])
@@ -142,14 +172,74 @@ def compare(
         k: {name: statistics.median(v) for name, v in d.items()}
         for k, d in (("p50", p50), ("p99", p99), ("rate", rate))
     }
+    print(f"\nupstream: {label}; median of {repeats} runs")
+    print(f"{'':12}{'p50 µs':>10}{'p99 µs':>10}{'calls/s @16':>14}{'added p50 µs':>14}")
+    for name in paths:
+        added_here = (med["p50"][name] - med["p50"]["direct"]) * 1e6
+        print(
+            f"{name:12}{med['p50'][name] * 1e6:10.0f}{med['p99'][name] * 1e6:10.0f}{med['rate'][name]:14.0f}"
+            f"{'' if name == 'direct' else f'{added_here:14.0f}'}"
+        )
     added = (med["p50"]["gateway"] - med["p50"]["direct"]) * 1e6
     ratio = med["rate"]["gateway"] / med["rate"]["direct"]
-    print(f"\nupstream: {label}; median of {repeats} runs")
-    print(f"{'':10}{'p50 µs':>10}{'p99 µs':>10}{'calls/s @16':>14}")
-    for name in ("direct", "gateway"):
-        print(f"{name:10}{med['p50'][name] * 1e6:10.0f}{med['p99'][name] * 1e6:10.0f}{med['rate'][name]:14.0f}")
     print(f"added p50: {added:.0f} µs (target ≤ 100)")
     print(f"throughput at concurrency 16: {ratio:.2f}x direct (target ≥ 0.70)")
+    return (med["p50"]["bare relay"] - med["p50"]["direct"]) * 1e6 if floor else added
+
+
+def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> float:
+    """The gateway's own chain (events on, as the gateway runs it) in this process: the median µs
+    of one tools/call request plus its result, each frame after ``pause`` seconds idle."""
+    registry, config = SchemaRegistry(), GatewayConfig()
+    events = EventLog(EventLogSettings(runs_dir=Path(runs), stream="bench-chain")).open()
+    chain = session_chain(
+        Checks(registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events)
+    )
+    session = Session()
+    tools = [tool(index) for index in range(20)]
+
+    def frame(document: dict, direction: Direction) -> Frame:
+        raw = json.dumps(document).encode()
+        return Frame(raw=raw, size=len(raw), transport="stdio", session=session, direction=direction)
+
+    def exchange(request: dict) -> tuple[Frame, Frame]:
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": result_of(request, tools)}
+        return frame(request, Direction.CLIENT_TO_SERVER), frame(reply, Direction.SERVER_TO_CLIENT)
+
+    opening = [
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
+    ]
+    calls_made = [exchange(json.loads(call(index, size))) for index in range(1, calls + 1)]
+
+    async def drive() -> list[float]:
+        for request in opening:
+            for checked in exchange(request):
+                await chain(checked)
+        spent = []
+        for request, reply in calls_made:
+            took = 0.0
+            for checked in (request, reply):
+                if pause:
+                    time.sleep(pause)
+                began = time.perf_counter()
+                assert (await chain(checked)) is not None
+                took += time.perf_counter() - began
+            spent.append(took)
+        return spent
+
+    spent = asyncio.run(drive())
+    events.close()
+    return statistics.median(spent) * 1e6
 
 
 def main() -> None:
@@ -157,9 +247,24 @@ def main() -> None:
     n_seq, n_conc, repeats, size = (300, 1000, 3, 1000) if quick else (2000, 5000, 5, 1000)
     runs = tempfile.mkdtemp(prefix="bench-gateway-")
     compare("conformance target (mcp SDK), tools/call test_simple_text", TARGET, None, n_seq, n_conc, repeats, runs)
-    compare(f"instant upstream, tools/call with {size} B arguments", UPSTREAM, size, n_seq, n_conc, repeats, runs)
+    floor = compare(
+        f"instant upstream, tools/call with {size} B arguments",
+        UPSTREAM,
+        size,
+        n_seq,
+        n_conc,
+        repeats,
+        runs,
+        floor=True,
+    )
     rss = rss_with_tools(500, runs)
     print(f"\ngateway RSS with 500 distinct tool schemas compiled: {rss:.1f} MiB (target ≤ 60)")
+    calls = 500 if quick else 2000
+    hot = chain_per_frame(0.0, calls, size, runs)
+    idle = chain_per_frame(250e-6, calls, size, runs)
+    print("\nthe gateway's chain in this process, one tools/call and its result (events on), median:")
+    print(f"  back to back: {hot:.0f} µs; each frame after 250 µs idle: {idle:.0f} µs ({idle / hot:.1f}x)")
+    print(f"  floor + chain after idle: {floor + idle:.0f} µs; floor + chain back to back: {floor + hot:.0f} µs")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import sys
 
-N_TOOLS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-
 
 def tool(index: int) -> dict:
     return {
@@ -33,27 +31,35 @@ def tool(index: int) -> dict:
     }
 
 
-TOOLS = [tool(i) for i in range(N_TOOLS)]
-out = sys.stdout
-for line in sys.stdin:
-    request = json.loads(line)
-    rid = request.get("id")
-    if rid is None:
-        continue
+def result_of(request: dict, tools: list[dict]) -> dict:
+    """The result the fast upstream answers ``request`` with, serving ``tools``."""
     method = request.get("method")
     if method == "initialize":
-        result = {
+        return {
             "protocolVersion": request["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "fast", "version": "1"},
         }
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    elif method == "tools/call":
+    if method == "tools/list":
+        return {"tools": tools}
+    if method == "tools/call":
         text = request["params"]["arguments"].get("text", "")
         structured = {"length": len(text), "echo": text[:64]}
-        result = {"content": [{"type": "text", "text": json.dumps(structured)}], "structuredContent": structured}
-    else:
-        result = {}
-    out.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
-    out.flush()
+        return {"content": [{"type": "text", "text": json.dumps(structured)}], "structuredContent": structured}
+    return {}
+
+
+def main() -> None:
+    tools = [tool(i) for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 20)]
+    out = sys.stdout
+    for line in sys.stdin:
+        request = json.loads(line)
+        rid = request.get("id")
+        if rid is None:
+            continue
+        out.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result_of(request, tools)}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -36,7 +36,7 @@ from .redaction import Redactor
 if TYPE_CHECKING:
     from .metrics import Metrics
 from .stage import CheckStage
-from .types import Direction, Frame, Handler, MessageKind, Middleware, Reply, Session
+from .types import Frame, Handler, Middleware, Reply, Session
 
 __all__ = [
     "LOG_SCHEMA_VERSION",
@@ -253,75 +253,95 @@ class EventLog:
         the writer makes the event of them. On the chain's path: kept to the minimum."""
         seen = draft.frame or frame
         session = frame.session
-        session_id = session.log_id or self.session_id(session)
         message = seen.message
-        request_id = method = kind = tool = traceparent = step = attempt = None
-        if message is not None:
-            request_id, method, kind = message.id, message.method, _PLAIN[message.kind]
-            params = message.params
+        if message is None:
+            request_id = method = kind = tool = None
+            meta: Any = None
+        else:
+            request_id, method, params = message.id, message.method, message.params
+            kind = message.kind._value_
+            tool = meta = None
             if type(params) is dict:
                 meta = params.get("_meta")
-                if type(meta) is dict:
-                    traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
                 if method == "tools/call":
                     tool = params.get("name")
         if tool is None and seen.annotations:
             tool = seen.annotations.get("tool")
-        rejection = draft.rejection
         if reply is None:
             bytes_out, reply_document, to_peer = 0, None, False
         else:
             bytes_out, reply_document, to_peer = len(reply.to_bytes()), reply.document, reply.to_peer
             if request_id is None and type(reply_document) is dict:
                 request_id = reply_document.get("id")
+        rejection = draft.rejection
         if rejection is None:
             result = reply_document.get("result") if type(reply_document) is dict else None
             status = "tool_error" if type(result) is dict and result.get("isError") is True else "ok"
             route = "relay" if to_peer else method
             error = None
         else:
-            denied = bool(rejection.extra.get("policy_violation"))
-            error = (rejection.error.name, rejection.errors, denied)
-            if denied and not draft.told:  # a policy decision is an event of its own, before the frame's
-                self.emit(
-                    "policy",
-                    session=session,
-                    request_id=request_id,
-                    method=method,
-                    tool_id=tool if type(tool) is str else None,
-                    status="denied",
-                    policy_violation=True,
-                    error=rejection.summary(),
-                )
-            action = draft.action
-            status = "observed" if action == "observed" else "dropped" if reply is None else "error"
-            route = "relay" if to_peer and reply_document is None else None
+            status, route, error = self._refused(session, draft, rejection, reply, request_id, method, tool)
+        traceparent = step = attempt = None
+        if type(meta) is dict:  # rare: what the sender says of its trace and its agent's step
+            traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
+            traceparent = traceparent if type(traceparent) is str else None
+            step = step if type(step) is int else None
+            attempt = attempt if type(attempt) is int else None
+        size = frame.size
         self._seq += 1
         self._put(
             (
                 self._seq,
                 time.time(),
                 "frame",
-                session_id,
+                session.log_id or self.session_id(session),
                 request_id,
                 frame.transport,
-                _PLAIN[frame.direction],
+                frame.direction._value_,
                 kind,
                 route,
                 method,
                 tool if type(tool) is str else None,
                 status,
                 seconds,
-                frame.size if frame.size is not None else len(frame.raw),
+                len(frame.raw) if size is None else size,
                 bytes_out,
                 seen.version or session.protocol_version,
                 error,
-                traceparent if type(traceparent) is str else None,
-                step if type(step) is int else None,
-                attempt if type(attempt) is int else None,
+                traceparent,
+                step,
+                attempt,
                 draft.action,
             )
         )
+
+    def _refused(
+        self,
+        session: Session,
+        draft: _Draft,
+        rejection: Rejection,
+        reply: Reply | None,
+        request_id: Any,
+        method: str | None,
+        tool: Any,
+    ) -> tuple[str, str | None, tuple[str, Any, bool]]:
+        """A refused frame's status, route and error (and its policy event, first, when the policy refused it)."""
+        denied = bool(rejection.extra.get("policy_violation"))
+        if denied and not draft.told:  # a policy decision is an event of its own, before the frame's
+            self.emit(
+                "policy",
+                session=session,
+                request_id=request_id,
+                method=method,
+                tool_id=tool if type(tool) is str else None,
+                status="denied",
+                policy_violation=True,
+                error=rejection.summary(),
+            )
+        action = draft.action
+        status = "observed" if action == "observed" else "dropped" if reply is None else "error"
+        route = "relay" if reply is not None and reply.to_peer and reply.document is None else None
+        return status, route, (rejection.error.name, rejection.errors, denied)
 
     def emit(self, event: str, *, session: Session | None = None, **fields: Any) -> None:
         """A non-frame event: ``start``, ``stop``, ``violation``, ``policy``, ``execution``, ``upstream``."""
@@ -517,14 +537,17 @@ class _FileWriter:
         self.stderr = stderr
 
     def write(self, rows: Sequence[Sequence[Any]]) -> None:
-        lines = []
+        # Each line is copied out as soon as it is made: holding a batch of lines (each over
+        # pymalloc's small-object size) costs the allocator more than making them.
+        lines = bytearray()
+        build, stderr = self.formatter.build, self.stderr
         for row in rows:
-            event = self.formatter.build(row)
-            lines.append(jsonio.dumps(event))
-            if self.stderr is not None:
-                _feed(self.stderr, event)
+            event = build(row)
+            lines += jsonio.dumps_line(event)
+            if stderr is not None:
+                _feed(stderr, event)
         if lines:
-            self.file.write(b"\n".join(lines) + b"\n")
+            self.file.write(lines)
             self.file.flush()
 
     def close(self) -> None:
@@ -604,10 +627,6 @@ _FRAME_DEFAULTS: Mapping[str, Any] = {
     "agent_step": None,
     "attempt": None,
 }
-
-
-_PLAIN: Mapping[Any, str] = {member: member.value for member in (*MessageKind, *Direction)}
-"""Enum members as plain strings: what orjson writes fastest."""
 
 
 def _link_latest(directory: Path, path: Path) -> None:

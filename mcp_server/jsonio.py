@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["JSONSyntaxError", "canonical", "dumps", "dumps_pretty", "fingerprint", "loads"]
+__all__ = ["JSONSyntaxError", "canonical", "dumps", "dumps_line", "dumps_pretty", "fingerprint", "loads"]
 
 JSONSyntaxError = orjson.JSONDecodeError
 """Raised by :func:`loads` for invalid JSON, invalid UTF-8, NaN or Infinity."""
@@ -26,6 +26,11 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 def dumps(value: Any) -> bytes:
     """Serialise compactly, keys in insertion order."""
     return orjson.dumps(value)
+
+
+def dumps_line(value: Any) -> bytes:
+    """Serialise compactly, keys in insertion order, with a trailing newline (one JSONL line)."""
+    return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def dumps_pretty(value: Any) -> bytes:

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from mcp_server import jsonio
+from mcp_server.errors import CanonicalError
 from mcp_server.events import EventLog, EventLogSettings, pack_rows, read_events, unpack_rows
 from mcp_server.registry import SchemaRegistry, violations
 from mcp_server.server import build_server
@@ -283,6 +284,9 @@ def test_metrics_count_frames_violations_and_latency_over_http(tmp_path: Path) -
                 response = client.get(base + "/metrics")
                 if 'method="(other)",status="error"' in response.text or time.monotonic() > deadline:
                     break
+            refused = client.post(base + "/metrics", content=b"{}", headers=headers)
+    assert refused.status_code == 405 and refused.headers["allow"] == "GET"
+    assert refused.json()["error"]["data"]["reason"] == CanonicalError.HTTP_METHOD_NOT_ALLOWED.reason
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     text = response.text
     assert 'mcp_frames_total{direction="client_to_server",method="ping",status="ok"} 1.0' in text

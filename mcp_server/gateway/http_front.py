@@ -31,7 +31,6 @@ from ..approvals import ApprovalBook
 from ..error_boundary import error_reply
 from ..errors import CanonicalError, Rejection
 from ..events import EventLog
-from ..metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ..metrics import Metrics
 from ..peer import PeerChannel
 from ..policy import Policy
@@ -52,6 +51,7 @@ from ..transport.http import (
     respond,
     send_reply,
     serve_http,
+    serve_metrics,
     sse_event,
 )
 from ..types import Direction, Frame, Handler, Reply, RequestId, Session
@@ -442,10 +442,7 @@ class GatewayHttpApp:
         if not host_allowed(self.allowed, headers):
             await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
         elif path == "/metrics" and path != self.options.path and self.metrics is not None:
-            if scope["method"] == "GET":
-                await respond(send, 200, self.metrics.render(), METRICS_CONTENT_TYPE.encode())
-            else:
-                await self._refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, extra_headers=[(b"allow", b"GET")])
+            await serve_metrics(scope["method"], send, self.metrics, self._refuse)
         elif path != self.options.path:
             await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
         elif scope["method"] == "POST":

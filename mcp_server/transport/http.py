@@ -196,6 +196,16 @@ async def refuse(
     await respond(send, error.http_status, body, b"application/json", extra_headers)
 
 
+async def serve_metrics(
+    method: str, send: Send, metrics: Metrics, refuse: Callable[..., Awaitable[None]] = refuse
+) -> None:
+    """``/metrics``: the Prometheus text on GET; any other method is refused (405, ``Allow: GET``)."""
+    if method == "GET":
+        await respond(send, 200, metrics.render(), CONTENT_TYPE.encode())
+    else:
+        await refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, extra_headers=[(b"allow", b"GET")])
+
+
 async def respond(
     send: Send, status: int, body: bytes, content_type: bytes | None, extra: Iterable[tuple[bytes, bytes]] = ()
 ) -> None:
@@ -244,8 +254,8 @@ class McpHttpApp:
             await self._mcp(scope, receive, send, headers)
         elif self.rest.serves(path):
             await self.rest(scope, receive, send, headers)
-        elif path == "/metrics" and scope["method"] == "GET" and self.metrics is not None:
-            await respond(send, 200, self.metrics.render(), CONTENT_TYPE.encode())
+        elif path == "/metrics" and self.metrics is not None:
+            await serve_metrics(scope["method"], send, self.metrics, self._refuse)
         else:
             await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
 
