@@ -157,6 +157,7 @@ def compare(
     paths = {"direct": upstream, "gateway": [sys.executable, "-m", "mcp_server", "gateway", "--", *upstream]}
     if floor:
         paths["bare relay"] = [*BARE_RELAY, *upstream]
+        paths["bare asyncio"] = [*BARE_RELAY, "--asyncio", *upstream]
     p50: dict[str, list[float]] = {name: [] for name in paths}
     p99: dict[str, list[float]] = {name: [] for name in paths}
     rate: dict[str, list[float]] = {name: [] for name in paths}
@@ -187,9 +188,11 @@ def compare(
     return (med["p50"]["bare relay"] - med["p50"]["direct"]) * 1e6 if floor else added
 
 
-def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> float:
+def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> tuple[float, float]:
     """The gateway's own chain (events on, as the gateway runs it) in this process: the median µs
-    of one tools/call request plus its result, each frame after ``pause`` seconds idle."""
+    of one tools/call request plus its result, back to back and with each frame after ``pause``
+    seconds idle. The two kinds take turns in blocks of 100 calls, so both see the same load on the
+    machine; the first 10 calls of a block, still settling from the other kind, are not counted."""
     registry, config = SchemaRegistry(), GatewayConfig()
     events = EventLog(EventLogSettings(runs_dir=Path(runs), stream="bench-chain")).open()
     chain = session_chain(
@@ -221,25 +224,27 @@ def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> float:
     ]
     calls_made = [exchange(json.loads(call(index, size))) for index in range(1, calls + 1)]
 
-    async def drive() -> list[float]:
+    async def drive() -> tuple[list[float], list[float]]:
         for request in opening:
             for checked in exchange(request):
                 await chain(checked)
-        spent = []
-        for request, reply in calls_made:
+        spent: tuple[list[float], list[float]] = ([], [])
+        for index, (request, reply) in enumerate(calls_made):
+            idle = index // 100 % 2 == 1
             took = 0.0
             for checked in (request, reply):
-                if pause:
+                if idle:
                     time.sleep(pause)
                 began = time.perf_counter()
                 assert (await chain(checked)) is not None
                 took += time.perf_counter() - began
-            spent.append(took)
+            if index % 100 >= 10:
+                spent[idle].append(took)
         return spent
 
-    spent = asyncio.run(drive())
+    hot, idle = asyncio.run(drive())
     events.close()
-    return statistics.median(spent) * 1e6
+    return statistics.median(hot) * 1e6, statistics.median(idle) * 1e6
 
 
 def main() -> None:
@@ -260,8 +265,7 @@ def main() -> None:
     rss = rss_with_tools(500, runs)
     print(f"\ngateway RSS with 500 distinct tool schemas compiled: {rss:.1f} MiB (target ≤ 60)")
     calls = 500 if quick else 2000
-    hot = chain_per_frame(0.0, calls, size, runs)
-    idle = chain_per_frame(250e-6, calls, size, runs)
+    hot, idle = chain_per_frame(250e-6, 2 * calls, size, runs)
     print("\nthe gateway's chain in this process, one tools/call and its result (events on), median:")
     print(f"  back to back: {hot:.0f} µs; each frame after 250 µs idle: {idle:.0f} µs ({idle / hot:.1f}x)")
     print(f"  floor + chain after idle: {floor + idle:.0f} µs; floor + chain back to back: {floor + hot:.0f} µs")
