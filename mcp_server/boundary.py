@@ -42,10 +42,12 @@ def load_boundary(
     policy_path: Path | None = None,
     tools_path: Path | None = None,
     sink: RecordSink | None = None,
+    catalogue: bool = True,
 ) -> Boundary:
-    """``policy_path`` and ``tools_path`` (the command line) win over the environment."""
+    """``policy_path`` and ``tools_path`` (the command line) win over the environment. Without
+    ``catalogue`` (a gateway: the tools are its upstream's) no tool catalogue is read at all."""
     policy_path = policy_path or _path(environ, "MCP_POLICY_FILE")
-    tools_path = tools_path or _path(environ, "MCP_HTTP_TOOLS_FILE")
+    tools_path = (tools_path or _path(environ, "MCP_HTTP_TOOLS_FILE")) if catalogue else None
     policy = load_policy(policy_path, registry) if policy_path is not None else Policy()
     policy.check_limits(max_frame_bytes)
     executor = None

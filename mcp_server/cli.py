@@ -277,7 +277,9 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     settings = Settings.from_env(environ)
     registry = SchemaRegistry()
     config = GatewayConfig.load(args.config, registry, mode=args.mode)
-    boundary = load_boundary(environ, registry, max_frame_bytes=settings.max_frame_bytes, policy_path=args.policy)
+    boundary = load_boundary(
+        environ, registry, max_frame_bytes=settings.max_frame_bytes, policy_path=args.policy, catalogue=False
+    )
     _redact_logs(boundary.policy.redactor)
     if args.upstream:
         reason = boundary.policy.outbound_denial(args.upstream, "POST")

@@ -31,13 +31,19 @@ def gateway_command(*options: str, upstream: list[str] = SDK_UPSTREAM) -> list[s
 class Peer:
     """A raw NDJSON client on the gateway's STDIO, one request at a time."""
 
-    def __init__(self, tmp_path: Path, *options: str, upstream: list[str] = SDK_UPSTREAM) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *options: str,
+        upstream: list[str] = SDK_UPSTREAM,
+        env_extra: dict[str, str] | None = None,
+    ) -> None:
         self.process = subprocess.Popen(
             gateway_command(*options, upstream=upstream),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+            env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"), **(env_extra or {})),
         )
 
     def send(self, frame: dict[str, Any] | bytes) -> None:
@@ -306,6 +312,27 @@ def test_a_missing_upstream_command_exits_2(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "cannot start upstream" in result.stderr.decode()
+
+
+def test_a_tool_catalogue_in_the_environment_is_for_serve_not_the_gateway(tmp_path: Path) -> None:
+    """The gateway's tools are its upstream's: a serve-only `MCP_HTTP_TOOLS_FILE` (here with no
+    `MCP_EXECUTION_BASE_URL`, which would stop `serve`) neither stops the gateway nor adds a tool."""
+    catalogue = tmp_path / "tools.json"
+    catalogue.write_text('{"tools": [{"name": "not_here"}]}')
+    serve = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "serve"],
+        capture_output=True,
+        timeout=WAIT,
+        env=server_env(tmp_path, MCP_HTTP_TOOLS_FILE=str(catalogue)),
+        stdin=subprocess.DEVNULL,
+    )
+    assert serve.returncode == 2, "serve must refuse this environment, or the test shows nothing"
+    peer = Peer(tmp_path, env_extra={"MCP_HTTP_TOOLS_FILE": str(catalogue)})
+    handshake(peer, "2025-11-25")
+    listed = peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert {tool["name"] for tool in listed["result"]["tools"]} == {"add", "echo", "fail"}
+    status, stderr = peer.finish()
+    assert status == 0, stderr
 
 
 @pytest.mark.parametrize(("mode", "expected"), [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")])
