@@ -8,9 +8,9 @@ concurrency 1 (target ≤ 100 µs), throughput at concurrency 16 (target ≥ 70 
 gateway's RSS with 500 distinct tool schemas compiled (target ≤ 60 MiB).
 
 Two floors, same run, say what the machine allows: bench/bare_relay.py in the instant upstream's
-path (a process that moves lines and checks nothing), and the gateway's own chain measured in this
-process per frame, back to back and after the pause a frame waits in a real round trip (the
-gateway's core idles while the client and the upstream work).
+path (a process that moves lines and checks nothing, on threads and on the asyncio loop), and the
+gateway's own chain measured in this process per frame, back to back and after the pause a frame
+waits in a real round trip (the gateway's core idles while the client and the upstream work).
 Usage: python bench/bench_gateway.py [--quick]
 """
 
@@ -62,20 +62,16 @@ def rpc(process: subprocess.Popen[bytes], frame: dict) -> dict:
     return json.loads(process.stdout.readline())
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+}
+
+
 def initialize(process: subprocess.Popen[bytes]) -> None:
-    rpc(
-        process,
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"},
-            },
-        },
-    )
+    rpc(process, INITIALIZE)
 
 
 def start(command: list[str], runs: str) -> subprocess.Popen[bytes]:
@@ -153,7 +149,8 @@ def compare(
     *,
     floor: bool = False,
 ) -> float:
-    """Direct vs through the gateway (and, with ``floor``, through the bare relay); the added p50 in µs."""
+    """Direct vs through the gateway (and, with ``floor``, through the bare relays). Returns the
+    gateway's added p50 in µs or, with ``floor``, the threaded bare relay's."""
     paths = {"direct": upstream, "gateway": [sys.executable, "-m", "mcp_server", "gateway", "--", *upstream]}
     if floor:
         paths["bare relay"] = [*BARE_RELAY, *upstream]
@@ -209,19 +206,7 @@ def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> tuple[flo
         reply = {"jsonrpc": "2.0", "id": request["id"], "result": result_of(request, tools)}
         return frame(request, Direction.CLIENT_TO_SERVER), frame(reply, Direction.SERVER_TO_CLIENT)
 
-    opening = [
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
-    ]
+    opening = [INITIALIZE, {"jsonrpc": "2.0", "id": "list", "method": "tools/list"}]
     calls_made = [exchange(json.loads(call(index, size))) for index in range(1, calls + 1)]
 
     async def drive() -> tuple[list[float], list[float]]:

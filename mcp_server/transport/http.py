@@ -196,10 +196,9 @@ async def refuse(
     await respond(send, error.http_status, body, b"application/json", extra_headers)
 
 
-async def serve_metrics(
-    method: str, send: Send, metrics: Metrics, refuse: Callable[..., Awaitable[None]] = refuse
-) -> None:
-    """``/metrics``: the Prometheus text on GET; any other method is refused (405, ``Allow: GET``)."""
+async def serve_metrics(method: str, send: Send, metrics: Metrics, refuse: Callable[..., Awaitable[None]]) -> None:
+    """``/metrics``: the Prometheus text on GET; any other method is refused (405, ``Allow: GET``)
+    through the app's own ``refuse`` (which logs the refusal)."""
     if method == "GET":
         await respond(send, 200, metrics.render(), CONTENT_TYPE.encode())
     else:
