@@ -396,7 +396,7 @@ class EventLog:
                         _feed(sink, event)
             self._send(rows)
 
-    def _send(self, rows: Sequence[Sequence[Any]]) -> None:
+    def _send(self, rows: list[tuple[Any, ...]]) -> None:
         if self._fallback is None:
             assert self._writer is not None and self._writer.stdin is not None
             try:
@@ -583,15 +583,15 @@ def run_writer(config: Mapping[str, Any]) -> int:
 _BATCH_HEADER = struct.Struct("<I")
 
 
-def pack_rows(rows: Sequence[Sequence[Any]]) -> bytes:
+def pack_rows(rows: list[tuple[Any, ...]]) -> bytes:
     """A batch of rows for the writer process: its length, then the rows in ``marshal``'s format.
 
     One C call for the whole batch (a row of JSON per event costs the producer's process ten times
     more). A value ``marshal`` does not know (an enum in an event's fields) goes through JSON first."""
     try:
-        blob = marshal.dumps(list(rows))
+        blob = marshal.dumps(rows)
     except ValueError:
-        blob = marshal.dumps(jsonio.loads(jsonio.dumps(list(rows))))
+        blob = marshal.dumps(jsonio.loads(jsonio.dumps(rows)))
     return _BATCH_HEADER.pack(len(blob)) + blob
 
 

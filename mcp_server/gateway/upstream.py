@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from ..lifecycle import PROTOCOL_VERSION_META
 from ..redaction import Redactor
 from ..settings import SetupError
 from ..transport.ndjson import LineSplitter
@@ -158,7 +159,7 @@ class HttpUpstream:
             headers["Mcp-Session-Id"] = self._session_id
         params = document.get("params") if document is not None else None
         meta = params.get("_meta") if isinstance(params, Mapping) else None
-        stated = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, Mapping) else None
+        stated = meta.get(PROTOCOL_VERSION_META) if isinstance(meta, Mapping) else None
         version = stated if isinstance(stated, str) else self._version
         if version is not None:
             headers["MCP-Protocol-Version"] = version
