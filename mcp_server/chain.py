@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from .classify import classify_stage
 from .error_boundary import error_boundary
-from .events import EventLog, capture_stage, log_events
+from .events import EventLog, capture_stage
 from .json_syntax import json_syntax
 from .registry import SchemaRegistry
 from .schema_check import ToolSchemas, schema_check, tool_output_check
@@ -57,15 +57,15 @@ def build_chain(
     after_check: Sequence[Middleware] = (),
     events: EventLog | None = None,
 ) -> Handler:
-    """[event log] → error boundary → [verdict] → size guard → JSON syntax → classify → [policy] → schema check
+    """error boundary [and event log] → [verdict] → size guard → JSON syntax → classify → [policy] → schema check
     (→ the tool output check on the way back) → [after_check …] → handler.
 
     ``verdict`` decides what a rejection does before the boundary renders it (a gateway in
     observe mode lets the frame pass); ``after_check`` sees only frames that passed every check.
-    ``events`` writes one event per frame, from what the stages learnt about it.
+    ``events`` writes one event per frame, from what the stages learnt about it: the boundary
+    takes it, once it has rendered the frame's reply.
     """
-    stages: list[Middleware] = [] if events is None else [log_events(events)]
-    stages.append(error_boundary(registry))
+    stages: list[Middleware] = [error_boundary(registry, events)]
     if verdict is not None:
         stages.append(verdict)
     stages += [size_guard(max_frame_bytes), json_syntax(), classify_stage()]

@@ -2,8 +2,8 @@
 and policy decision, written as JSONL under ``runs/mcp_server/<stream>/`` and to stderr.
 
 The chain pays for an event with a row of plain values appended to a deque; a writer process
-turns rows into events and writes them (see ``EventLog``). The queue is bounded: past its limit
-the chain waits for the writer (backpressure), and no event is ever dropped.
+numbers the rows, turns them into events and writes them (see ``EventLog``). The queue is bounded:
+past its limit the chain waits for the writer (backpressure), and no event is ever dropped.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from . import jsonio
@@ -36,16 +37,18 @@ from .redaction import Redactor
 if TYPE_CHECKING:
     from .metrics import Metrics
 from .stage import CheckStage
-from .types import Frame, Handler, Middleware, Reply, Session
+from .types import Frame, Reply, Session
 
 __all__ = [
     "LOG_SCHEMA_VERSION",
+    "NEW_DRAFT",
     "VOLATILE_FIELDS",
+    "Draft",
     "EventLog",
     "EventLogSettings",
     "Sink",
     "capture_stage",
-    "log_events",
+    "frame_draft",
     "note_rejection",
     "run_writer",
 ]
@@ -65,7 +68,27 @@ _WRITER_NICENESS = 5  # the writer process yields the cores to the process it lo
 _PIPE_BYTES = 1 << 20  # the pipe to the writer process holds this much (where the system allows)
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _OPEN_TRACES = 10_000  # requests whose trace id waits for the response, at most
-EMITTED_ROW = 5  # (seq, when, event, session_id, fields): the shape of a row ``emit`` queues
+EMITTED_ROW = 4  # (when, event, session_id, fields): the shape of a row ``emit`` queues
+FRAME_ROW = (
+    "when",
+    "session_id",
+    "request_id",
+    "transport",
+    "direction",
+    "kind",
+    "route",
+    "method",
+    "tool_id",
+    "status",
+    "seconds",
+    "bytes_in",
+    "bytes_out",
+    "protocol_version",
+    "error",
+    "meta",
+    "action",
+)
+"""The values of a frame's row (``EventLog.frame``), in order; ``when`` is ``time.perf_counter``'s."""
 _WRITER_EXIT_SECONDS = 60.0  # the writer process finishes what the pipe still holds
 
 Sink = Callable[[Mapping[str, Any]], None]
@@ -81,62 +104,39 @@ class EventLogSettings:
     seed: str = "mcp-server"
 
 
-class _Draft:
-    """What the chain learns about one frame while it passes: filled by the stages, read once."""
+Draft = list[Any]
+"""What the chain learns about one frame while it passes: filled by the stages, read once by
+``EventLog.frame``. A list indexed by ``SEEN``, ``REJECTION``, ``ACTION`` and ``TOLD``: one is made
+per frame (``[*NEW_DRAFT]``), and a list is the cheapest object to make, read and write by index."""
 
-    __slots__ = ("action", "frame", "rejection", "told")
+SEEN, REJECTION, ACTION, TOLD = range(4)  # the classified frame; why it was refused; what was done; policy told
+NEW_DRAFT = (None, None, None, False)
 
-    def __init__(self) -> None:
-        self.frame: Frame | None = None
-        self.rejection: Rejection | None = None
-        self.action: str | None = None
-        self.told = False  # a policy decision on this frame has had its event already
-
-
-_draft: ContextVar[_Draft | None] = ContextVar("mcp_server_event_draft", default=None)
+frame_draft: ContextVar[Draft | None] = ContextVar("mcp_server_event_draft", default=None)
+"""The draft of the frame the chain is dealing with: set by the error boundary when there is a log."""
 
 
 def note_rejection(rejection: Rejection, action: str | None = None) -> None:
     """Tell the frame's event why the frame was refused (and, in a gateway, what was done about it)."""
-    draft = _draft.get()
+    draft = frame_draft.get()
     if draft is not None:
-        draft.rejection = rejection
+        draft[REJECTION] = rejection
         if rejection.frame is not None:
-            draft.frame = rejection.frame
+            draft[SEEN] = rejection.frame
         if action is not None:  # the boundary rendering a gateway's enforced rejection keeps its action
-            draft.action = action
+            draft[ACTION] = action
 
 
 def _capture(frame: Frame) -> Frame:
-    draft = _draft.get()
+    draft = frame_draft.get()
     if draft is not None:
-        draft.frame = frame
+        draft[SEEN] = frame
     return frame
 
 
 def capture_stage() -> CheckStage:
     """After the schema check: the classified frame, for its event (a no-op without a log)."""
     return CheckStage(_capture)
-
-
-def log_events(log: EventLog) -> Middleware:
-    """The outermost middleware: one event per frame, after the chain has dealt with it."""
-
-    def middleware(next_handler: Handler) -> Handler:
-        async def handle(frame: Frame) -> Reply | None:
-            draft = _Draft()
-            token = _draft.set(draft)
-            began = time.perf_counter()
-            try:
-                reply = await next_handler(frame)
-            finally:
-                _draft.reset(token)
-            log.frame(frame, draft, reply, time.perf_counter() - began)
-            return reply
-
-        return handle
-
-    return middleware
 
 
 class EventLog:
@@ -154,7 +154,7 @@ class EventLog:
         self.settings = settings
         self.deterministic = settings.deterministic
         self.run_id = self._derive("run") if self.deterministic else secrets.token_hex(8)
-        self._seq = 0  # numbered by the producer, so the order is the chain's whatever the writer does
+        self._sent = 0  # rows sent: each is numbered by its place in the queue, so the order is the chain's
         self._sessions = 0
         self._queue: deque[tuple[Any, ...]] = deque()
         self._closing = threading.Event()
@@ -248,77 +248,70 @@ class EventLog:
 
     # -- producers (the event loop's thread) ------------------------------------------------
 
-    def frame(self, frame: Frame, draft: _Draft, reply: Reply | None, seconds: float) -> None:
-        """Queue one frame's event as plain values (no frame or document outlives the chain);
-        the writer makes the event of them. On the chain's path: kept to the minimum."""
-        seen = draft.frame or frame
-        session = frame.session
-        message = seen.message
+    def frame(self, frame: Frame, draft: Draft, reply: Reply | None, began: float) -> None:
+        """Queue one frame's event as plain values, in ``FRAME_ROW``'s order (no frame or document
+        outlives the chain); the writer numbers the row and makes the event of it. The frame took
+        from ``began`` (``time.perf_counter``) until now. On the chain's path: kept to the minimum."""
+        end = perf_counter()
+        # Unpacked rather than read field by field: a named tuple's fields are slow attributes.
+        raw, transport, session, size, direction, _, _, _, _, _ = frame
+        _, _, _, _, _, _, _, message, version, annotations = draft[SEEN] or frame
+        tool = meta = None
         if message is None:
-            request_id = method = kind = tool = None
-            meta: Any = None
+            kind = request_id = method = None
         else:
-            request_id, method, params = message.id, message.method, message.params
-            kind = message.kind._value_
-            tool = meta = None
+            kind, request_id, method, params = message
+            kind = kind._value_
             if type(params) is dict:
-                meta = params.get("_meta")
+                meta = params.get("_meta")  # read by the writer: the sender's trace and agent step
                 if method == "tools/call":
                     tool = params.get("name")
-        if tool is None and seen.annotations:
-            tool = seen.annotations.get("tool")
+            elif annotations:  # a response: the tool its request called
+                tool = annotations.get("tool")
+        status = "ok"
         if reply is None:
-            bytes_out, reply_document, to_peer = 0, None, False
+            bytes_out = 0
         else:
-            bytes_out, reply_document, to_peer = len(reply.to_bytes()), reply.document, reply.to_peer
-            if request_id is None and type(reply_document) is dict:
-                request_id = reply_document.get("id")
-        rejection = draft.rejection
+            bytes_out = len(reply.to_bytes())
+            document = reply.document
+            if type(document) is dict:
+                if request_id is None:
+                    request_id = document.get("id")
+                result = document.get("result")
+                if type(result) is dict and result.get("isError") is True:
+                    status = "tool_error"
+        rejection = draft[REJECTION]
         if rejection is None:
-            result = reply_document.get("result") if type(reply_document) is dict else None
-            status = "tool_error" if type(result) is dict and result.get("isError") is True else "ok"
-            route = "relay" if to_peer else method
+            route = "relay" if reply is not None and reply.to_peer else method
             error = None
         else:
             status, route, error = self._refused(session, draft, rejection, reply, request_id, method, tool)
-        traceparent = step = attempt = None
-        if type(meta) is dict:  # rare: what the sender says of its trace and its agent's step
-            traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
-            traceparent = traceparent if type(traceparent) is str else None
-            step = step if type(step) is int else None
-            attempt = attempt if type(attempt) is int else None
-        size = frame.size
-        self._seq += 1
         self._put(
             (
-                self._seq,
-                time.time(),
-                "frame",
+                end,
                 session.log_id or self.session_id(session),
                 request_id,
-                frame.transport,
-                frame.direction._value_,
+                transport,
+                direction._value_,
                 kind,
                 route,
                 method,
                 tool if type(tool) is str else None,
                 status,
-                seconds,
-                len(frame.raw) if size is None else size,
+                end - began,
+                len(raw) if size is None else size,
                 bytes_out,
-                seen.version or session.protocol_version,
+                version or session.protocol_version,
                 error,
-                traceparent,
-                step,
-                attempt,
-                draft.action,
+                meta if type(meta) is dict else None,
+                draft[ACTION],
             )
         )
 
     def _refused(
         self,
         session: Session,
-        draft: _Draft,
+        draft: Draft,
         rejection: Rejection,
         reply: Reply | None,
         request_id: Any,
@@ -327,7 +320,7 @@ class EventLog:
     ) -> tuple[str, str | None, tuple[str, Any, bool]]:
         """A refused frame's status, route and error (and its policy event, first, when the policy refused it)."""
         denied = bool(rejection.extra.get("policy_violation"))
-        if denied and not draft.told:  # a policy decision is an event of its own, before the frame's
+        if denied and not draft[TOLD]:  # a policy decision is an event of its own, before the frame's
             self.emit(
                 "policy",
                 session=session,
@@ -338,7 +331,7 @@ class EventLog:
                 policy_violation=True,
                 error=rejection.summary(),
             )
-        action = draft.action
+        action = draft[ACTION]
         status = "observed" if action == "observed" else "dropped" if reply is None else "error"
         route = "relay" if reply is not None and reply.to_peer and reply.document is None else None
         return status, route, (rejection.error.name, rejection.errors, denied)
@@ -347,11 +340,10 @@ class EventLog:
         """A non-frame event: ``start``, ``stop``, ``violation``, ``policy``, ``execution``, ``upstream``."""
         session_id = None if session is None else self.session_id(session)
         if event == "policy":
-            draft = _draft.get()
+            draft = frame_draft.get()
             if draft is not None:
-                draft.told = True
-        self._seq += 1
-        self._put((self._seq, time.time(), event, session_id, fields))
+                draft[TOLD] = True
+        self._put((perf_counter(), event, session_id, fields))
 
     def _put(self, row: tuple[Any, ...]) -> None:
         """Queue a row; every full batch goes to the writer from here, unless the timer is sending.
@@ -385,28 +377,32 @@ class EventLog:
             self._send_queued()
 
     def _send_queued(self) -> None:
-        """Everything queued, in order, a batch at a time (the caller holds ``_sending``)."""
+        """Everything queued, in order, a batch at a time (the caller holds ``_sending``).
+
+        Each batch carries the number of its first row and the offset from ``perf_counter`` (the
+        rows' clock, one call per row) to the wall clock, taken now: the rows are this fresh."""
         queue = self._queue
         while queue:
             rows = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
+            first, self._sent = self._sent + 1, self._sent + len(rows)
+            anchor = time.time() - perf_counter()
             if self._sinks:
-                for row in rows:
-                    event = self._formatter.build(row)
+                for event in self._formatter.batch(first, anchor, rows):
                     for sink in self._sinks:
                         _feed(sink, event)
-            self._send(rows)
+            self._send(first, anchor, rows)
 
-    def _send(self, rows: list[tuple[Any, ...]]) -> None:
+    def _send(self, first: int, anchor: float, rows: list[tuple[Any, ...]]) -> None:
         if self._fallback is None:
             assert self._writer is not None and self._writer.stdin is not None
             try:
-                self._writer.stdin.write(pack_rows(rows))
+                self._writer.stdin.write(pack_rows(first, anchor, rows))
                 self._writer.stdin.flush()
                 return
             except (BrokenPipeError, OSError, ValueError):
                 sys.stderr.write("mcp:error reason=log_writer_died detail=this process writes the event log now\n")
                 self._fallback = _FileWriter(self._partial, self._formatter, self._stderr)
-        self._fallback.write(rows)
+        self._fallback.write(first, anchor, rows)
 
 
 class EventFormatter:
@@ -418,6 +414,8 @@ class EventFormatter:
         self.redact: Callable[[Any], tuple[Any, bool]] | None = None
         self._metadata = {"schemaVersion": LOG_SCHEMA_VERSION, "deterministic": deterministic}
         self._open_traces: OrderedDict[tuple[str, Any], str] = OrderedDict()
+        self._ts_millis = -1  # the millisecond of the last ``ts``, and that ``ts``: many events share one
+        self._ts_last = FIXED_TS
         self._ts_second = -1
         self._ts_prefix = ""
 
@@ -425,11 +423,15 @@ class EventFormatter:
         """ISO-8601 UTC with milliseconds; the part up to the second is formatted once a second."""
         if self.deterministic:
             return FIXED_TS
-        second = int(when)
-        if second != self._ts_second:
-            self._ts_second = second
-            self._ts_prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-        return f"{self._ts_prefix}{int((when - second) * 1000):03d}Z"
+        millis = int(when * 1000)
+        if millis != self._ts_millis:
+            self._ts_millis = millis
+            second = millis // 1000
+            if second != self._ts_second:
+                self._ts_second = second
+                self._ts_prefix = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+            self._ts_last = f"{self._ts_prefix}{millis - second * 1000:03d}Z"
+        return self._ts_last
 
     def _trace(self, session_id: str, kind: str | None, request_id: Any, parent: str | None, seq: int) -> str:
         """From ``_meta.traceparent`` (W3C) when the sender gave one; a response shares its request's."""
@@ -446,10 +448,16 @@ class EventFormatter:
                 self._open_traces.popitem(last=False)
         return trace
 
-    def build(self, row: Sequence[Any]) -> dict[str, Any]:
+    def batch(self, first: int, anchor: float, rows: Sequence[Sequence[Any]]) -> Iterator[dict[str, Any]]:
+        """The events of a batch of rows numbered from ``first``; a row's clock + ``anchor`` = wall clock."""
+        build = self.build
+        for seq, row in enumerate(rows, first):
+            yield build(seq, anchor, row)
+
+    def build(self, seq: int, anchor: float, row: Sequence[Any]) -> dict[str, Any]:
         if len(row) == EMITTED_ROW:  # an event given by its fields (a frame refused before the chain, too)
-            seq, when, event, session_id, fields = row
-            document = {"ts": self._ts(when), "run_id": self.run_id, "seq": seq, "event": event}
+            when, event, session_id, fields = row
+            document = {"ts": self._ts(when + anchor), "run_id": self.run_id, "seq": seq, "event": event}
             document["session_id"] = session_id
             document.update(_FRAME_DEFAULTS)
             document.update(fields)
@@ -459,9 +467,7 @@ class EventFormatter:
             document["metadata"] = self._metadata
             return document
         (
-            seq,
             when,
-            _,
             session_id,
             request_id,
             transport,
@@ -476,18 +482,22 @@ class EventFormatter:
             bytes_out,
             version,
             error,
-            traceparent,
-            step,
-            attempt,
+            meta,
             action,
         ) = row
+        traceparent = step = attempt = None
+        if meta is not None:  # what the sender says of its trace and its agent's step
+            traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
+            traceparent = traceparent if type(traceparent) is str else None
+            step = step if type(step) is int else None
+            attempt = attempt if type(attempt) is int else None
         applied = violation = False
         if error is not None:
             name, details, violation = error
             member = CanonicalError[name]
             error, applied = self._error({"code": member.slug, "message": member.message, "details": details})
         document = {
-            "ts": self._ts(when),
+            "ts": self._ts(when + anchor),
             "run_id": self.run_id,
             "seq": seq,
             "event": "frame",
@@ -501,7 +511,7 @@ class EventFormatter:
             "method": method,
             "tool_id": tool,
             "status": status,
-            "duration_ms": 0.0 if self.deterministic else round(seconds * 1000, 3),
+            "duration_ms": 0.0 if self.deterministic else round(seconds * 1e6) / 1000,  # to the microsecond
             "bytes_in": bytes_in,
             "bytes_out": bytes_out,
             "protocol_version": version,
@@ -536,13 +546,12 @@ class _FileWriter:
         self.formatter = formatter
         self.stderr = stderr
 
-    def write(self, rows: Sequence[Sequence[Any]]) -> None:
+    def write(self, first: int, anchor: float, rows: Sequence[Sequence[Any]]) -> None:
         # Each line is copied out as soon as it is made: holding a batch of lines (each over
         # pymalloc's small-object size) costs the allocator more than making them.
         lines = bytearray()
-        build, stderr = self.formatter.build, self.stderr
-        for row in rows:
-            event = build(row)
+        stderr = self.stderr
+        for event in self.formatter.batch(first, anchor, rows):
             lines += jsonio.dumps_line(event)
             if stderr is not None:
                 _feed(stderr, event)
@@ -574,8 +583,8 @@ def run_writer(config: Mapping[str, Any]) -> int:
         formatter.redact = Redactor.build(**config["redaction"]).redact
     writer = _FileWriter(Path(config["partial"]), formatter, stderr)
     source = sys.stdin.buffer
-    while rows := unpack_rows(source):  # each batch is written as soon as it arrives
-        writer.write(rows)
+    while batch := unpack_rows(source):  # each batch is written as soon as it arrives
+        writer.write(*batch)
     writer.close()
     return 0
 
@@ -583,29 +592,30 @@ def run_writer(config: Mapping[str, Any]) -> int:
 _BATCH_HEADER = struct.Struct("<I")
 
 
-def pack_rows(rows: list[tuple[Any, ...]]) -> bytes:
-    """A batch of rows for the writer process: its length, then the rows in ``marshal``'s format.
+def pack_rows(first: int, anchor: float, rows: list[tuple[Any, ...]]) -> bytes:
+    """A batch of rows for the writer process (see ``EventLog._send_queued``): its length, then the
+    number of its first row, its clock's anchor and the rows, in ``marshal``'s format.
 
     One C call for the whole batch (a row of JSON per event costs the producer's process ten times
     more). A value ``marshal`` does not know (an enum in an event's fields) goes through JSON first."""
     try:
-        blob = marshal.dumps(rows)
+        blob = marshal.dumps((first, anchor, rows))
     except ValueError:
-        blob = marshal.dumps(jsonio.loads(jsonio.dumps(rows)))
+        blob = marshal.dumps((first, anchor, jsonio.loads(jsonio.dumps(rows))))
     return _BATCH_HEADER.pack(len(blob)) + blob
 
 
-def unpack_rows(source: BinaryIO) -> list[Sequence[Any]]:
-    """The next batch ``pack_rows`` wrote to ``source``; empty at its end (a cut-off batch included)."""
+def unpack_rows(source: BinaryIO) -> tuple[int, float, list[Sequence[Any]]] | None:
+    """The next batch ``pack_rows`` wrote to ``source``; ``None`` at its end (a cut-off batch included)."""
     header = source.read(_BATCH_HEADER.size)
     if len(header) < _BATCH_HEADER.size:
-        return []
+        return None
     (size,) = _BATCH_HEADER.unpack(header)
     blob = source.read(size)
     if len(blob) < size:
-        return []
-    rows: list[Sequence[Any]] = marshal.loads(blob)
-    return rows
+        return None
+    first, anchor, rows = marshal.loads(blob)
+    return first, anchor, rows
 
 
 _FRAME_DEFAULTS: Mapping[str, Any] = {

@@ -16,7 +16,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
-from .events import EMITTED_ROW
+from .events import EMITTED_ROW, FRAME_ROW
 from .registry import SchemaRegistry
 
 __all__ = ["CONTENT_TYPE", "MAX_TOOL_LABELS", "Metrics"]
@@ -25,6 +25,9 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 MAX_TOOL_LABELS = 1000
 _OTHER = "(other)"
 _NONE = "(none)"
+_DIRECTION, _KIND, _METHOD, _TOOL, _STATUS, _SECONDS, _ERROR, _ACTION = map(
+    FRAME_ROW.index, ("direction", "kind", "method", "tool_id", "status", "seconds", "error", "action")
+)
 _BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -80,17 +83,16 @@ class Metrics:
 
     def count(self, row: Sequence[Any]) -> None:
         """Count one event-log row (``events.EventLog`` queues them; see its ``frame`` and ``emit``)."""
-        event = row[2]
-        if event == "frame" and len(row) != EMITTED_ROW:
+        if len(row) != EMITTED_ROW:  # a frame's
             direction, kind, method, tool, status, seconds, error, action = (
-                row[6],
-                row[7],
-                self._method(row[9]),
-                row[10],
-                row[11],
-                row[12],
-                row[16],
-                row[20],
+                row[_DIRECTION],
+                row[_KIND],
+                self._method(row[_METHOD]),
+                row[_TOOL],
+                row[_STATUS],
+                row[_SECONDS],
+                row[_ERROR],
+                row[_ACTION],
             )
             key = (direction or _NONE, method, status)
             self.frames[key] = self.frames.get(key, 0) + 1
@@ -98,7 +100,7 @@ class Metrics:
             if histogram is None:
                 histogram = self.frame_seconds[method] = _Histogram()
             histogram.observe(seconds)
-            if tool is not None and row[9] == "tools/call" and kind == "request":
+            if tool is not None and row[_METHOD] == "tools/call" and kind == "request":
                 label = self._tool(tool)
                 histogram = self.tool_seconds.get(label)
                 if histogram is None:
@@ -108,7 +110,7 @@ class Metrics:
                 rule = error[0].lower()
                 self.violations[rule] = self.violations.get(rule, 0) + 1
             return
-        fields = row[4]
+        _, event, _, fields = row
         if event == "frame":  # refused before the chain: counted by its status, and its error as a rule
             key = (fields.get("direction") or _NONE, _NONE, fields.get("status", "error"))
             self.frames[key] = self.frames.get(key, 0) + 1

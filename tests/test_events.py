@@ -397,13 +397,16 @@ def test_a_request_refused_before_the_chain_is_still_an_event(tmp_path: Path, lo
 
 
 def test_rows_reach_the_writer_in_batches_whatever_values_they_carry() -> None:
-    """The pipe to the writer process: batches in order; a value marshal does not know (an enum)
-    arrives as its JSON value; a batch cut off by a dying producer ends the stream, nothing invented."""
-    first = [(1, 0.5, "frame", "s", 7, "stdio", None), (2, 0.6, "stop", None, {"status": "stopped"})]
-    second = [(3, 0.7, "policy", None, {"direction": Direction.CLIENT_TO_SERVER, "errors": [{"path": ""}]})]
-    stream = io.BytesIO(pack_rows(first) + pack_rows(second) + pack_rows(first)[:-3])
-    assert unpack_rows(stream) == first
-    assert unpack_rows(stream) == [
-        [3, 0.7, "policy", None, {"direction": "client_to_server", "errors": [{"path": ""}]}]
-    ]
-    assert unpack_rows(stream) == []
+    """The pipe to the writer process: batches in order, each with its first row's number and its
+    clock's anchor; a value marshal does not know (an enum) arrives as its JSON value; a batch cut
+    off by a dying producer ends the stream, nothing invented."""
+    first = [(0.5, "start", None, {"status": "started"}), (0.6, "stop", None, {"status": "stopped"})]
+    second = [(0.7, "policy", "s", {"direction": Direction.CLIENT_TO_SERVER, "errors": [{"path": ""}]})]
+    stream = io.BytesIO(pack_rows(1, 100.0, first) + pack_rows(3, 100.5, second) + pack_rows(4, 101.0, first)[:-3])
+    assert unpack_rows(stream) == (1, 100.0, first)
+    assert unpack_rows(stream) == (
+        3,
+        100.5,
+        [[0.7, "policy", "s", {"direction": "client_to_server", "errors": [{"path": ""}]}]],
+    )
+    assert unpack_rows(stream) is None
