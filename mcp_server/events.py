@@ -249,9 +249,10 @@ class EventLog:
     # -- producers (the event loop's thread) ------------------------------------------------
 
     def frame(self, frame: Frame, draft: Draft, reply: Reply | None, began: float) -> None:
-        """Queue one frame's event as plain values, in ``FRAME_ROW``'s order (no frame or document
-        outlives the chain); the writer numbers the row and makes the event of it. The frame took
-        from ``began`` (``time.perf_counter``) until now. On the chain's path: kept to the minimum."""
+        """Queue one frame's event as plain values, in ``FRAME_ROW``'s order: of the frame itself only
+        its ``_meta`` object, when it has one, waits in the queue (the writer reads the trace and agent
+        step from it). The writer numbers the row and makes the event of it. The frame took from
+        ``began`` (``time.perf_counter``) until now. On the chain's path: kept to the minimum."""
         end = perf_counter()
         # Unpacked rather than read field by field: a named tuple's fields are slow attributes.
         raw, transport, session, size, direction, _, _, _, _, _ = frame

@@ -245,7 +245,7 @@ def check_events(golden: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[s
 def write_golden(path: Path, events: Sequence[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(b"".join(jsonio.dumps(event) + b"\n" for event in events))
+    temporary.write_bytes(b"".join(jsonio.dumps_line(event) for event in events))
     temporary.replace(path)
 
 
