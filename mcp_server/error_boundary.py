@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from time import perf_counter
 from typing import Any
 
 from . import jsonio
 from .errors import CanonicalError, Plane, Rejection
-from .events import NEW_DRAFT, EventLog, frame_draft, note_rejection
+from .events import EventLog, note_rejection
 from .lifecycle import is_at_least
 from .registry import SchemaRegistry
 from .types import Frame, Handler, MessageKind, Middleware, Reply
@@ -28,7 +27,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp_server")
-_set_draft, _reset_draft = frame_draft.set, frame_draft.reset  # bound once: a frame's path skips the look-ups
 
 TOOL_ERRORS_AS_RESULTS_SINCE = "2025-11-25"
 """From this version, invalid tool arguments are a tool result with ``isError: true`` rather than
@@ -75,8 +73,8 @@ def error_reply(rejection: Rejection, request_id: Any = None) -> Reply:
 
 def error_boundary(registry: SchemaRegistry, events: EventLog | None = None) -> Middleware:
     """Contain every failure of the stages inside (see the module's docstring). With ``events``,
-    this is also where each frame's event is taken: the boundary opens the frame's draft, which
-    the stages inside fill, times the frame, and hands both to ``EventLog.frame`` with the reply."""
+    this is also where each frame's event is taken: the boundary gives the frame its draft (which
+    reads the clock), the stages inside fill it, and ``EventLog.frame`` takes it with the reply."""
 
     def contain(failure: Exception, frame: Frame) -> Reply | None:
         if isinstance(failure, Rejection):
@@ -86,7 +84,7 @@ def error_boundary(registry: SchemaRegistry, events: EventLog | None = None) -> 
         else:
             log.error("internal error outside a handler", exc_info=failure)
             rejection = Rejection(CanonicalError.INTERNAL_ERROR)
-        note_rejection(rejection)
+        note_rejection(frame, rejection)
         reply = render_rejection(rejection, frame, registry)
         if reply is None:
             log.info("unanswered invalid frame: %s", rejection.error.slug)
@@ -101,20 +99,16 @@ def error_boundary(registry: SchemaRegistry, events: EventLog | None = None) -> 
 
         if events is None:
             return handle
-        record = events.frame
+        begin, record = events.begin, events.frame
 
         async def logged(frame: Frame) -> Reply | None:
             # One coroutine for the boundary and the log: a frame pays for one layer, not two.
-            draft = [*NEW_DRAFT]
-            token = _set_draft(draft)
-            began = perf_counter()
+            frame = begin(frame)
             try:
                 reply = await next_handler(frame)
             except Exception as failure:
                 reply = contain(failure, frame)
-            finally:
-                _reset_draft(token)
-            record(frame, draft, reply, began)
+            record(frame, reply)
             return reply
 
         return logged

@@ -172,6 +172,7 @@ class Rejection(Exception):
         self.frame = frame
         self.errors: tuple[Mapping[str, Any], ...] = tuple(errors) or ({"path": "", "msg": error.slug},)
         self.extra: Mapping[str, Any] = extra or {}
+        self.decision_logged = False  # the policy decision behind it is an event already (the gate told it)
 
     def data(self) -> dict[str, Any]:
         """The ``error.data`` object: ``{"ok": false, "reason", "errors", ...extra}``."""

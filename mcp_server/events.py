@@ -1,9 +1,10 @@
 """The structured event log: one JSON event per frame and direction, and per start, stop, violation
 and policy decision, written as JSONL under ``runs/mcp_server/<stream>/`` and to stderr.
 
-The chain pays for an event with a row of plain values appended to a deque; a writer process
-numbers the rows, turns them into events and writes them (see ``EventLog``). The queue is bounded:
-past its limit the chain waits for the writer (backpressure), and no event is ever dropped.
+The chain pays for an event with a row of plain values appended to a queue (for a frame, both are
+made in C: ``_rows.c``); a writer process numbers the rows, turns them into events and writes them
+(see ``EventLog``). The queue is bounded: past its limit the chain waits for the writer
+(backpressure), and no event is ever dropped.
 """
 
 from __future__ import annotations
@@ -11,19 +12,16 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import marshal
 import os
 import re
 import secrets
 import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +29,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from . import jsonio
+from ._rows import ACTION, FRAME_ROW, REJECTION, SEEN, RowQueue
 from .errors import CanonicalError, Rejection
 from .redaction import Redactor
 
@@ -40,15 +39,14 @@ from .stage import CheckStage
 from .types import Frame, Reply, Session
 
 __all__ = [
+    "FRAME_ROW",
     "LOG_SCHEMA_VERSION",
-    "NEW_DRAFT",
     "VOLATILE_FIELDS",
     "Draft",
     "EventLog",
     "EventLogSettings",
     "Sink",
     "capture_stage",
-    "frame_draft",
     "note_rejection",
     "run_writer",
 ]
@@ -69,26 +67,7 @@ _PIPE_BYTES = 1 << 20  # the pipe to the writer process holds this much (where t
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 _OPEN_TRACES = 10_000  # requests whose trace id waits for the response, at most
 EMITTED_ROW = 4  # (when, event, session_id, fields): the shape of a row ``emit`` queues
-FRAME_ROW = (
-    "when",
-    "session_id",
-    "request_id",
-    "transport",
-    "direction",
-    "kind",
-    "route",
-    "method",
-    "tool_id",
-    "status",
-    "seconds",
-    "bytes_in",
-    "bytes_out",
-    "protocol_version",
-    "error",
-    "meta",
-    "action",
-)
-"""The values of a frame's row (``EventLog.frame``), in order; ``when`` is ``time.perf_counter``'s."""
+# FRAME_ROW, from ``_rows``: the names of a frame's row's values (``EventLog.frame``), in order.
 _WRITER_EXIT_SECONDS = 60.0  # the writer process finishes what the pipe still holds
 
 Sink = Callable[[Mapping[str, Any]], None]
@@ -106,19 +85,15 @@ class EventLogSettings:
 
 Draft = list[Any]
 """What the chain learns about one frame while it passes: filled by the stages, read once by
-``EventLog.frame``. A list indexed by ``SEEN``, ``REJECTION``, ``ACTION`` and ``TOLD``: one is made
-per frame (``[*NEW_DRAFT]``), and a list is the cheapest object to make, read and write by index."""
-
-SEEN, REJECTION, ACTION, TOLD = range(4)  # the classified frame; why it was refused; what was done; policy told
-NEW_DRAFT = (None, None, None, False)
-
-frame_draft: ContextVar[Draft | None] = ContextVar("mcp_server_event_draft", default=None)
-"""The draft of the frame the chain is dealing with: set by the error boundary when there is a log."""
+``EventLog.frame``. A list indexed by ``SEEN`` (the classified frame), ``REJECTION`` (why it was
+refused), ``ACTION`` (what a gateway did about it) and ``BEGAN`` (when it came in). The error
+boundary gives each frame its own (``EventLog.begin``); the frame carries it (``Frame.draft``), and
+so does every frame a stage makes of it, so a stage finds it on the frame at hand."""
 
 
-def note_rejection(rejection: Rejection, action: str | None = None) -> None:
-    """Tell the frame's event why the frame was refused (and, in a gateway, what was done about it)."""
-    draft = frame_draft.get()
+def note_rejection(frame: Frame, rejection: Rejection, action: str | None = None) -> None:
+    """Tell ``frame``'s event why the frame was refused (and, in a gateway, what was done about it)."""
+    draft = frame.draft
     if draft is not None:
         draft[REJECTION] = rejection
         if rejection.frame is not None:
@@ -128,7 +103,7 @@ def note_rejection(rejection: Rejection, action: str | None = None) -> None:
 
 
 def _capture(frame: Frame) -> Frame:
-    draft = frame_draft.get()
+    draft = frame.draft
     if draft is not None:
         draft[SEEN] = frame
     return frame
@@ -142,12 +117,12 @@ def capture_stage() -> CheckStage:
 class EventLog:
     """One run's events, numbered in the chain's order and never dropped.
 
-    The chain appends a row of plain values to a deque; each full batch of rows goes, as one
-    ``marshal`` blob, through a pipe to a writer process (``python -m mcp_server.event_writer``)
-    that makes the JSON events, writes the file and the stderr lines: the formatting runs on
-    another core. A timer thread sends what a trickle leaves queued. A full pipe makes the sender
-    wait, and past ``_QUEUE_LIMIT`` queued rows the chain waits for the writer (backpressure).
-    Should the writer process die, this process formats and writes the rest itself.
+    The chain appends a row of plain values to a queue; each full batch of rows goes, as one JSON
+    line, through a pipe to a writer process (``python -m mcp_server.event_writer``) that makes the
+    events, writes the file and the stderr lines: the formatting runs on another core. A timer
+    thread sends what a trickle leaves queued. A full pipe makes the sender wait, and past
+    ``_QUEUE_LIMIT`` queued rows the chain waits for the writer (backpressure). Should the writer
+    process die, this process formats and writes the rest itself.
     """
 
     def __init__(self, settings: EventLogSettings, *, sinks: Sequence[Sink] = ()) -> None:
@@ -156,10 +131,20 @@ class EventLog:
         self.run_id = self._derive("run") if self.deterministic else secrets.token_hex(8)
         self._sent = 0  # rows sent: each is numbered by its place in the queue, so the order is the chain's
         self._sessions = 0
-        self._queue: deque[tuple[Any, ...]] = deque()
+        self._rows = RowQueue(batch=_BATCH, full=self._full, session_id=self.session_id, refused=self._refused)
+        self.begin: Callable[[Frame], Frame] = self._rows.begin
+        """The frame as the chain takes it: the same, with a new draft whose start is now."""
+        self.frame: Callable[[Frame, Reply | None], None] = self._rows.frame
+        """Queue one frame's event: ``frame(frame, reply)``, with the frame ``begin`` gave, once it
+        has its reply.
+
+        The row (``FRAME_ROW``) is plain values read off the frame as it came in, the frame the
+        stages classified (``draft[SEEN]``) and the reply; of the frame itself only its ``_meta``
+        object, when it has one, waits in the queue (the writer reads the trace and agent step
+        from it). The frame took from ``draft[BEGAN]`` until now. Made in C (``_rows.c``): it runs
+        once per frame on the chain's path. A refused frame's outcome comes from ``_refused``."""
         self._closing = threading.Event()
         self._sending = threading.Lock()  # one sender at a time: batches reach the writer in order
-        self._metrics: Metrics | None = None
         self._sinks: list[Sink] = list(sinks)  # this process's own sinks, fed as rows are sent
         self._stderr: Sink | None = None
         self._stderr_options: dict[str, Any] | None = None
@@ -177,7 +162,7 @@ class EventLog:
 
     def count_with(self, metrics: Metrics) -> None:
         """Count every row in ``metrics`` as it is queued (plain arithmetic on this thread)."""
-        self._metrics = metrics
+        self._rows.count = metrics.count
 
     def set_stderr(self, *, format: str, every_event: bool) -> None:
         """Events on stderr, written by the writer process (before ``open``)."""
@@ -248,67 +233,6 @@ class EventLog:
 
     # -- producers (the event loop's thread) ------------------------------------------------
 
-    def frame(self, frame: Frame, draft: Draft, reply: Reply | None, began: float) -> None:
-        """Queue one frame's event as plain values, in ``FRAME_ROW``'s order: of the frame itself only
-        its ``_meta`` object, when it has one, waits in the queue (the writer reads the trace and agent
-        step from it). The writer numbers the row and makes the event of it. The frame took from
-        ``began`` (``time.perf_counter``) until now. On the chain's path: kept to the minimum."""
-        end = perf_counter()
-        # Unpacked rather than read field by field: a named tuple's fields are slow attributes.
-        raw, transport, session, size, direction, _, _, _, _, _ = frame
-        _, _, _, _, _, _, _, message, version, annotations = draft[SEEN] or frame
-        tool = meta = None
-        if message is None:
-            kind = request_id = method = None
-        else:
-            kind, request_id, method, params = message
-            kind = kind._value_
-            if type(params) is dict:
-                meta = params.get("_meta")  # read by the writer: the sender's trace and agent step
-                if method == "tools/call":
-                    tool = params.get("name")
-            elif annotations:  # a response: the tool its request called
-                tool = annotations.get("tool")
-        status = "ok"
-        if reply is None:
-            bytes_out = 0
-        else:
-            bytes_out = len(reply.to_bytes())
-            document = reply.document
-            if type(document) is dict:
-                if request_id is None:
-                    request_id = document.get("id")
-                result = document.get("result")
-                if type(result) is dict and result.get("isError") is True:
-                    status = "tool_error"
-        rejection = draft[REJECTION]
-        if rejection is None:
-            route = "relay" if reply is not None and reply.to_peer else method
-            error = None
-        else:
-            status, route, error = self._refused(session, draft, rejection, reply, request_id, method, tool)
-        self._put(
-            (
-                end,
-                session.log_id or self.session_id(session),
-                request_id,
-                transport,
-                direction._value_,
-                kind,
-                route,
-                method,
-                tool if type(tool) is str else None,
-                status,
-                end - began,
-                len(raw) if size is None else size,
-                bytes_out,
-                version or session.protocol_version,
-                error,
-                meta if type(meta) is dict else None,
-                draft[ACTION],
-            )
-        )
-
     def _refused(
         self,
         session: Session,
@@ -321,7 +245,7 @@ class EventLog:
     ) -> tuple[str, str | None, tuple[str, Any, bool]]:
         """A refused frame's status, route and error (and its policy event, first, when the policy refused it)."""
         denied = bool(rejection.extra.get("policy_violation"))
-        if denied and not draft[TOLD]:  # a policy decision is an event of its own, before the frame's
+        if denied and not rejection.decision_logged:  # a policy decision is an event of its own, before the frame's
             self.emit(
                 "policy",
                 session=session,
@@ -340,38 +264,29 @@ class EventLog:
     def emit(self, event: str, *, session: Session | None = None, **fields: Any) -> None:
         """A non-frame event: ``start``, ``stop``, ``violation``, ``policy``, ``execution``, ``upstream``."""
         session_id = None if session is None else self.session_id(session)
-        if event == "policy":
-            draft = frame_draft.get()
-            if draft is not None:
-                draft[TOLD] = True
-        self._put((perf_counter(), event, session_id, fields))
+        self._rows.put((perf_counter(), event, session_id, fields))
 
-    def _put(self, row: tuple[Any, ...]) -> None:
-        """Queue a row; every full batch goes to the writer from here, unless the timer is sending.
+    def _full(self) -> None:
+        """A batch is queued (the queue calls this as it takes a row): send it, unless the timer is.
 
         The producer sends: a thread woken per batch would fight the chain for the interpreter
         lock, which costs the chain more than the send itself (one C call and one write per batch).
         """
-        if self._metrics is not None:
-            self._metrics.count(row)
-        queue = self._queue
-        queue.append(row)
-        if len(queue) >= _BATCH:
-            if len(queue) >= _QUEUE_LIMIT:
-                with self._sending:  # backpressure: wait for the writer rather than drop
-                    self._send_queued()
-            elif self._sending.acquire(blocking=False):
-                try:
-                    self._send_queued()
-                finally:
-                    self._sending.release()
+        if len(self._rows) >= _QUEUE_LIMIT:
+            with self._sending:  # backpressure: wait for the writer rather than drop
+                self._send_queued()
+        elif self._sending.acquire(blocking=False):
+            try:
+                self._send_queued()
+            finally:
+                self._sending.release()
 
     # -- the timer thread ------------------------------------------------------------------
 
     def _tick(self) -> None:
         """Sends what a trickle of events left queued, every ``_WRITER_PERIOD``; the rest at close."""
         while not self._closing.wait(_WRITER_PERIOD):
-            if self._queue:
+            if len(self._rows):
                 with self._sending:
                     self._send_queued()
         with self._sending:
@@ -382,9 +297,8 @@ class EventLog:
 
         Each batch carries the number of its first row and the offset from ``perf_counter`` (the
         rows' clock, one call per row) to the wall clock, taken now: the rows are this fresh."""
-        queue = self._queue
-        while queue:
-            rows = [queue.popleft() for _ in range(min(len(queue), _BATCH))]
+        take = self._rows.take
+        while rows := take(_BATCH):
             first, self._sent = self._sent + 1, self._sent + len(rows)
             anchor = time.time() - perf_counter()
             if self._sinks:
@@ -590,32 +504,20 @@ def run_writer(config: Mapping[str, Any]) -> int:
     return 0
 
 
-_BATCH_HEADER = struct.Struct("<I")
-
-
 def pack_rows(first: int, anchor: float, rows: list[tuple[Any, ...]]) -> bytes:
-    """A batch of rows for the writer process (see ``EventLog._send_queued``): its length, then the
-    number of its first row, its clock's anchor and the rows, in ``marshal``'s format.
-
-    One C call for the whole batch (a row of JSON per event costs the producer's process ten times
-    more). A value ``marshal`` does not know (an enum in an event's fields) goes through JSON first."""
-    try:
-        blob = marshal.dumps((first, anchor, rows))
-    except ValueError:
-        blob = marshal.dumps((first, anchor, jsonio.loads(jsonio.dumps(rows))))
-    return _BATCH_HEADER.pack(len(blob)) + blob
+    """A batch of rows for the writer process (see ``EventLog._send_queued``): one JSON line of the
+    number of its first row, its clock's anchor and the rows. One C call for the whole batch (a line
+    per event costs the producer's process ten times more); a float's shortest form reads back
+    exactly, and the rows' values are what a JSON document or the log's own fields hold."""
+    return jsonio.dumps_line((first, anchor, rows))
 
 
 def unpack_rows(source: BinaryIO) -> tuple[int, float, list[Sequence[Any]]] | None:
     """The next batch ``pack_rows`` wrote to ``source``; ``None`` at its end (a cut-off batch included)."""
-    header = source.read(_BATCH_HEADER.size)
-    if len(header) < _BATCH_HEADER.size:
+    line = source.readline()
+    if not line.endswith(b"\n"):
         return None
-    (size,) = _BATCH_HEADER.unpack(header)
-    blob = source.read(size)
-    if len(blob) < size:
-        return None
-    first, anchor, rows = marshal.loads(blob)
+    first, anchor, rows = jsonio.loads(line)
     return first, anchor, rows
 
 

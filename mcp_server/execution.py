@@ -157,6 +157,8 @@ class ExecutionGate:
     def _decided(self, tool: str, trace: Trace, status: str, rejection: Rejection | None = None) -> None:
         if self.decisions is None:
             return
+        if rejection is not None:
+            rejection.decision_logged = True  # the frame this refuses does not tell it again
         self.decisions(
             tool_id=tool,
             status=status,

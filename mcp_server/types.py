@@ -149,6 +149,8 @@ class Frame(NamedTuple):
 
     ``raw`` is the bytes as received (without the NDJSON newline); ``document`` is set once
     by the JSON syntax stage, ``message`` by classify, ``version`` by the schema check.
+    ``draft`` is what the event log learns of the frame on its way (``events.Draft``): given by
+    the error boundary when there is a log, and carried by every frame a stage makes of this one.
     A named tuple: immutable, and cheap to copy (several stages copy it per frame).
     """
 
@@ -162,6 +164,7 @@ class Frame(NamedTuple):
     message: Message | None = None
     version: str | None = None
     annotations: Mapping[str, Any] = _NO_ANNOTATIONS
+    draft: list[Any] | None = None
 
     def evolve(
         self,
@@ -173,7 +176,7 @@ class Frame(NamedTuple):
         annotations: Mapping[str, Any] | None = None,
     ) -> Frame:
         """A new frame with the given fields changed (``None`` keeps a field as it is)."""
-        old_raw, transport, session, size, direction, headers, old_document, old_message, old_version, old_notes = self
+        old_raw, transport, session, size, direction, headers, old_doc, old_msg, old_version, old_notes, draft = self
         return tuple.__new__(
             Frame,
             (
@@ -183,10 +186,11 @@ class Frame(NamedTuple):
                 size,
                 direction,
                 headers,
-                old_document if document is None else document,
-                old_message if message is None else message,
+                old_doc if document is None else document,
+                old_msg if message is None else message,
                 old_version if version is None else version,
                 old_notes if annotations is None else annotations,
+                draft,
             ),
         )
 

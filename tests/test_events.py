@@ -398,15 +398,20 @@ def test_a_request_refused_before_the_chain_is_still_an_event(tmp_path: Path, lo
 
 def test_rows_reach_the_writer_in_batches_whatever_values_they_carry() -> None:
     """The pipe to the writer process: batches in order, each with its first row's number and its
-    clock's anchor; a value marshal does not know (an enum) arrives as its JSON value; a batch cut
-    off by a dying producer ends the stream, nothing invented."""
-    first = [(0.5, "start", None, {"status": "started"}), (0.6, "stop", None, {"status": "stopped"})]
+    clock's anchor; rows arrive as JSON arrays, an enum as its value and a clock reading exactly as
+    it was; a batch cut off by a dying producer ends the stream, nothing invented."""
+    clock = 1234.567890123456789  # a perf_counter reading: every bit of it must come back
+    first = [(clock, "start", None, {"status": "started"}), (0.6, "stop", None, {"status": "stopped"})]
     second = [(0.7, "policy", "s", {"direction": Direction.CLIENT_TO_SERVER, "errors": [{"path": ""}]})]
-    stream = io.BytesIO(pack_rows(1, 100.0, first) + pack_rows(3, 100.5, second) + pack_rows(4, 101.0, first)[:-3])
-    assert unpack_rows(stream) == (1, 100.0, first)
-    assert unpack_rows(stream) == (
-        3,
-        100.5,
-        [[0.7, "policy", "s", {"direction": "client_to_server", "errors": [{"path": ""}]}]],
-    )
-    assert unpack_rows(stream) is None
+    whole = pack_rows(1, 100.0, first) + pack_rows(3, 100.5, second)
+    for cut in (3, 1):  # inside the last batch, and just before its end of line
+        stream = io.BytesIO(whole + pack_rows(4, 101.0, first)[:-cut])
+        batch = unpack_rows(stream)
+        assert batch == (1, 100.0, [list(row) for row in first])
+        assert batch[2][0][0] == clock
+        assert unpack_rows(stream) == (
+            3,
+            100.5,
+            [[0.7, "policy", "s", {"direction": "client_to_server", "errors": [{"path": ""}]}]],
+        )
+        assert unpack_rows(stream) is None

@@ -80,7 +80,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                 report.frame(frame.direction, method if message is not None else "(not json-rpc)")
                 request_id = message.id if message is not None else None
                 if frame.direction is Direction.SERVER_TO_CLIENT and rejection.error in _NOT_JSON_RPC:
-                    note_rejection(rejection, "quarantined")
+                    note_rejection(frame, rejection, "quarantined")
                     emit(
                         report.violation(
                             POLLUTION,
@@ -101,7 +101,7 @@ def verdict(config: GatewayConfig, report: ConformanceReport, registry: SchemaRe
                     and rejection.error is not CanonicalError.PAYLOAD_TOO_LARGE
                     and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
                 )
-                note_rejection(rejection, "observed" if observe else "enforced")
+                note_rejection(frame, rejection, "observed" if observe else "enforced")
                 emit(
                     report.violation(
                         rule,
