@@ -13,7 +13,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
-#include <structmember.h>
+
+#ifdef Py_GIL_DISABLED
+#error "the queue's put and take are atomic only under the interpreter lock: a free-threaded build needs a lock here"
+#endif
 
 /* A draft: what the stages learn of one frame (events.Draft), a list of DRAFT_SIZE values. */
 enum { SEEN, REJECTION, ACTION, BEGAN, DRAFT_SIZE };
