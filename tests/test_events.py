@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +16,17 @@ import httpx
 import pytest
 
 from mcp_server import jsonio
+from mcp_server.approvals import ApprovalBook
+from mcp_server.chain import build_chain
 from mcp_server.errors import CanonicalError
 from mcp_server.events import EventLog, EventLogSettings, pack_rows, read_events, unpack_rows
+from mcp_server.execution import ExecutionGate, Trace
+from mcp_server.policy import Policy
 from mcp_server.registry import SchemaRegistry, violations
 from mcp_server.server import build_server
 from mcp_server.settings import Settings
 from mcp_server.tools import ToolSet
-from mcp_server.types import Direction, Frame, Session
+from mcp_server.types import Direction, Frame, Reply, Session
 
 from .conftest import initialize_frame, server_command, server_env
 from .servers import serving
@@ -378,6 +383,59 @@ def test_policy_denials_are_events_and_secrets_never_reach_the_log(tmp_path: Pat
     assert policy["seq"] < denied["seq"] and denied["policy_violation"] is True
     assert invalid["error"]["code"] == "invalid_tool_input" and invalid["redaction_applied"] is True
     assert "[REDACTED]" in jsonio.dumps(invalid["error"]["details"]).decode()
+
+
+def test_a_policy_denial_is_one_event_whoever_tells_it(tmp_path: Path, registry: SchemaRegistry) -> None:
+    """Issue 7: a denial the execution gate has told (a denied tool) is not told again by the frame
+    it refuses; a denial the gate did not tell (a result over the tool's limit, after an approval
+    that the gate did tell) is an event of its own, before the frame's."""
+    policy = Policy.from_document(
+        {"tools": {"deny": ["blocked"]}, "tool": [{"match": "big", "approval": True, "max_result_bytes": 10}]}
+    )
+    approvals = ApprovalBook.of(policy)
+    gate = ExecutionGate(policy, approvals)
+    log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="p", deterministic=True)).open()
+    gate.decisions = partial(log.emit, "policy")
+
+    async def tool_result() -> dict[str, Any]:
+        return {"text": "x" * 100}
+
+    async def call(frame: Frame) -> Reply | None:
+        assert frame.message is not None and frame.message.params is not None
+        await gate.run(frame.message.params["name"], {}, Trace(session_id="s"), tool_result)
+        raise AssertionError("both calls are refused")
+
+    chain = build_chain(call, registry=registry, events=log)
+    session = Session()
+    session.protocol_version, session.initialized = "2025-11-25", True
+
+    def frame_of(request_id: int, tool: str) -> Frame:
+        document = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool}}
+        return Frame(raw=jsonio.dumps(document), transport="test", session=session)
+
+    async def drive() -> None:
+        await chain(frame_of(1, "blocked"))
+        calling = asyncio.ensure_future(chain(frame_of(2, "big")))
+        while not approvals.pending():
+            await asyncio.sleep(0.01)
+        [held] = approvals.pending()
+        approvals.decide(held.id, allow=True, arguments_sha256=held.arguments_sha256)
+        await calling
+
+    asyncio.run(drive())
+    events = [e for e in read_events(log.close()) if e["event"] in ("policy", "frame")]
+    assert [(e["event"], e["status"], e["request_id"]) for e in events] == [
+        ("policy", "denied", None),  # told by the gate
+        ("frame", "error", 1),
+        ("policy", "held", None),
+        ("policy", "allowed", None),
+        ("policy", "denied", 2),  # told by the frame: the gate had not told this one
+        ("frame", "error", 2),
+    ]
+    assert [e["error"]["details"][0]["msg"] for e in events if e["status"] == "denied"] == [
+        "tool_denied",
+        "result_too_large",
+    ]
 
 
 def test_a_request_refused_before_the_chain_is_still_an_event(tmp_path: Path, log_validator: Any) -> None:
