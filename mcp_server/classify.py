@@ -106,14 +106,15 @@ def classify_stage() -> CheckStage:
         try:
             message = classify(document)
         except Rejection as rejection:
-            shaped = frame.evolve(message=shape_of(document))
-            raise Rejection(rejection.error, rejection.errors, frame=shaped) from None
+            rejection.frame = frame.evolve(message=shape_of(document))
+            raise
         classified = frame.evolve(message=message)
         if frame.headers is not None:  # a frame that came with HTTP headers: they route it
             try:
                 check_routing_headers(message, frame.headers)
             except Rejection as rejection:
-                raise Rejection(rejection.error, rejection.errors, frame=classified) from None
+                rejection.frame = classified
+                raise
         return classified
 
     return CheckStage(check)

@@ -156,7 +156,9 @@ class Rejection(Exception):
     ``errors`` are detail entries (``{"path", "msg", ...}``); ``extra`` adds fields to
     ``error.data`` that a spec prescribes (for example ``requested``/``supported`` of -32022).
     ``frame`` is the frame as the raising stage saw it (its message and version, when known,
-    decide whether and how the boundary answers).
+    decide whether and how the boundary answers). A stage that knows the frame better sets it on
+    the rejection as it passes and raises the same one, so what the rejection says of itself
+    (``extra``, ``decision_logged``) reaches the boundary whole.
     """
 
     def __init__(

@@ -291,7 +291,8 @@ def _check_call(policy: Policy, tool: str, arguments: Any, frame: Frame) -> None
     try:
         policy.check_call(tool, size)
     except Rejection as rejection:
-        raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=frame) from None
+        rejection.frame = frame
+        raise
 
 
 def _request_key(frame: Frame) -> tuple[Direction, RequestId] | None:

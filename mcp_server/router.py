@@ -56,7 +56,7 @@ class Router:
             result = await route(frame)
         except Rejection as rejection:
             if rejection.frame is None:
-                rejection.frame = frame  # the same refusal (what it says of itself kept), of this frame
+                rejection.frame = frame
             raise
         except Exception as exc:
             raise Rejection(CanonicalError.INTERNAL_ERROR, frame=frame) from exc

@@ -191,15 +191,16 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
         try:
             version = governing_version(registry, message, direction=frame.direction, session=session, tools=tools)
         except Rejection as rejection:
-            shaped = frame.evolve(message=message, annotations=annotations)
-            raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=shaped) from None
+            rejection.frame = frame.evolve(message=message, annotations=annotations)
+            raise
         checked = frame.evolve(message=message, version=version, annotations=annotations)
         try:
             check_message(
                 registry, document, message, version=version, direction=frame.direction, session=session, tools=tools
             )
         except Rejection as rejection:
-            raise Rejection(rejection.error, rejection.errors, extra=rejection.extra, frame=checked) from None
+            rejection.frame = checked
+            raise
         return checked
 
     return CheckStage(check)
@@ -220,7 +221,8 @@ def tool_output_check(tools: ToolSchemas) -> Middleware:
                 try:
                     check_tool_output(tool_io, result)
                 except Rejection as rejection:
-                    raise Rejection(rejection.error, rejection.errors, frame=frame) from None
+                    rejection.frame = frame
+                    raise
             return reply
 
         return handle
