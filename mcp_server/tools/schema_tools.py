@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import jsonio
-from ..corpus import Corpus, check_instance, failed, safe_path, unsafe_name
+from ..corpus import Corpus, failed, safe_path, unsafe_name
 from . import Tool, ToolContext
+from .validation_tools import validate_against
 
 __all__ = ["corpus_tools"]
 
@@ -47,12 +48,9 @@ def corpus_tools(corpus: Corpus) -> list[Tool]:
         except (OSError, jsonio.JSONSyntaxError):
             return failed("", "not_json")
         name = corpus.schema_for_example(example, relative)
-        entry = corpus.schema(name)
-        if entry is None:
-            return failed("/schema", f"unknown schema {name!r}")
-        errors = check_instance(entry, example)
-        if errors:
-            return {"ok": False, "reason": "validation_failed", "errors": errors}
+        verdict = validate_against(corpus, example, name)  # as validate_asset: without its $schemaRef
+        if not verdict["ok"]:
+            return verdict
         return {"ok": True, "example": example, "schema": name, "validated": True}
 
     return [

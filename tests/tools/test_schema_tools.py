@@ -193,6 +193,26 @@ def test_get_schema_and_examples_with_inference_and_validation(roots: tuple[Path
     assert both_ways(handler, "get_example", {"path": "missing.json"}) == {"ok": False, "reason": "not_found"}
 
 
+def test_get_example_ignores_the_schema_ref_it_names_its_schema_by(tmp_path: Path) -> None:
+    """Issue 18: an example that names its schema by ``$schemaRef`` validates without that key, as
+    validate_asset and the CLI validate it (a closed schema must not refuse the reference itself)."""
+    schemas, examples = tmp_path / "schemas", tmp_path / "examples"
+    write(
+        schemas,
+        "closed.schema.json",
+        {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}, "additionalProperties": False},
+    )
+    write(examples, "one.json", {"$schemaRef": "closed.schema.json", "name": "a"})
+    write(examples, "two.json", {"$schemaRef": "closed.schema.json", "name": "b", "extra": 1})
+    handler = handler_for({"SYN_SCHEMAS_DIR": str(schemas), "SYN_EXAMPLES_DIR": str(examples)})
+    one = both_ways(handler, "get_example", {"path": "one.json"})
+    assert one["ok"] is True and one["schema"] == "closed" and one["validated"] is True
+    assert one["example"] == {"$schemaRef": "closed.schema.json", "name": "a"}  # returned as stored
+    two = both_ways(handler, "get_example", {"path": "two.json"})
+    assert two["reason"] == "validation_failed" and [e["path"] for e in two["errors"]] == [""]
+    assert "extra" in two["errors"][0]["msg"] and "$schemaRef" not in two["errors"][0]["msg"]
+
+
 @pytest.mark.parametrize("path", ["../secret.json", "/etc/passwd", "a/../../b.json", "link/outside.json"])
 def test_paths_that_leave_the_root_are_refused(roots: tuple[Path, Path], path: str) -> None:
     """Issue 3: .., absolute paths and symlinks out of the root → invalid_path."""
