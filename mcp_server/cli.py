@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .redaction import Redactor
 from .registry import SchemaError, SchemaRegistry
-from .settings import Settings, SetupError, parse_host_port
+from .settings import Settings, SetupError, log_level, parse_host_port
 
 if TYPE_CHECKING:
     from .events import EventLog
@@ -87,12 +87,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _setup_logging() -> None:
+def _setup_logging(environ: Mapping[str, str]) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("mcp:%(levelname)s %(message)s"))
     root = logging.getLogger("mcp_server")
     root.addHandler(handler)
-    root.setLevel(logging.INFO if os.environ.get("MCP_LOG_LEVEL", "").lower() == "info" else logging.WARNING)
+    root.setLevel(logging.WARNING if log_level(environ) == "warning" else logging.INFO)
     root.propagate = False
     # Execution records are the boundary's audit trail: written whatever MCP_LOG_LEVEL says.
     logging.getLogger("mcp_server.execution").setLevel(logging.INFO)
@@ -400,8 +400,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
         return main_report(argv[1:])
     args = _parser().parse_args(argv)
-    _setup_logging()
     try:
+        _setup_logging(environ)
         if args.validate or args.command == "validate":
             from .validate_command import main_validate
 

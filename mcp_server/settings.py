@@ -12,10 +12,12 @@ from . import jsonio
 from .registry import SchemaRegistry, violations
 from .size_guard import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["ENDPOINTS", "LOG_FORMATS", "Settings", "SetupError", "parse_host_port", "read_config"]
+__all__ = ["ENDPOINTS", "LOG_FORMATS", "LOG_LEVELS", "Settings", "SetupError", "log_level", "parse_host_port", "read_config"]
 
 ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("warning", "info", "debug")
+"""``MCP_LOG_LEVEL``: warnings only (the default), or every event and unanswered frame on stderr."""
 
 
 class SetupError(Exception):
@@ -70,6 +72,11 @@ def _choice(environ: Mapping[str, str], name: str, choices: tuple[str, ...]) -> 
     if raw not in choices:
         raise SetupError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
     return raw
+
+
+def log_level(environ: Mapping[str, str]) -> str:
+    """``MCP_LOG_LEVEL``, one of ``LOG_LEVELS``; anything else is a ``SetupError``."""
+    return _choice(environ, "MCP_LOG_LEVEL", LOG_LEVELS)
 
 
 def _socket_mode(environ: Mapping[str, str]) -> int:
@@ -138,6 +145,6 @@ class Settings:
             deterministic=_flag(environ, "MCP_DETERMINISTIC"),
             seed=environ.get("MCP_SEED") or "mcp-server",
             log_format=_choice(environ, "MCP_LOG_FORMAT", LOG_FORMATS),
-            log_every_event=(environ.get("MCP_LOG_LEVEL") or "").strip().lower() in ("info", "debug"),
+            log_every_event=log_level(environ) != "warning",
             environ=dict(environ),
         )

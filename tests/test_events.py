@@ -188,7 +188,13 @@ def test_log_stream_names_the_folder_and_a_bad_name_is_refused(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("MCP_DETERMINISTIC", "maybe"), ("MCP_LOG_FORMAT", "xml"), ("MCP_RUNS_KEEP", "0"), ("MCP_RUNS_KEEP", "many")],
+    [
+        ("MCP_DETERMINISTIC", "maybe"),
+        ("MCP_LOG_FORMAT", "xml"),
+        ("MCP_LOG_LEVEL", "loud"),
+        ("MCP_RUNS_KEEP", "0"),
+        ("MCP_RUNS_KEEP", "many"),
+    ],
 )
 def test_a_bad_logging_setting_exits_2_naming_it(tmp_path: Path, name: str, value: str) -> None:
     """Bad input gets a clear error: a logging setting that cannot work stops the start-up."""
