@@ -12,7 +12,16 @@ from . import jsonio
 from .registry import SchemaRegistry, violations
 from .size_guard import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["ENDPOINTS", "LOG_FORMATS", "LOG_LEVELS", "Settings", "SetupError", "log_level", "parse_host_port", "read_config"]
+__all__ = [
+    "ENDPOINTS",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "Settings",
+    "SetupError",
+    "log_level",
+    "parse_host_port",
+    "read_config",
+]
 
 ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")

@@ -200,7 +200,12 @@ def test_get_example_ignores_the_schema_ref_it_names_its_schema_by(tmp_path: Pat
     write(
         schemas,
         "closed.schema.json",
-        {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}, "additionalProperties": False},
+        {
+            "type": "object",
+            "required": ["name"],
+            "properties": {"name": {"type": "string"}},
+            "additionalProperties": False,
+        },
     )
     write(examples, "one.json", {"$schemaRef": "closed.schema.json", "name": "a"})
     write(examples, "two.json", {"$schemaRef": "closed.schema.json", "name": "b", "extra": 1})
