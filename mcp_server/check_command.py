@@ -191,6 +191,7 @@ class SessionCheck:
         for p in protocols:
             self._sides[p.version] = (self._senders([p.requests]), self._senders([p.notifications]))
         self._wrapped = False
+        self._run_mode: str | None = None  # ``serve`` or ``gateway``, when the capture is this project's run log
 
     @staticmethod
     def _senders(tables: Iterable[Mapping[tuple[Direction, str], str]]) -> dict[str, Direction | None]:
@@ -226,10 +227,45 @@ class SessionCheck:
                     self.report.frames[direction or "(unknown)", "(not json-rpc)"] += 1
                     return
             document = frame
+        elif _is_own_event(document):
+            self._recorded(number, document)
+            return
         elif (self._wrapped or "event" in document) and not any(member in document for member in _JSON_RPC_MEMBERS):
             self.report.skipped += 1  # a run-log event that carries no frame
             return
         self.frame(number, document, direction)
+
+    def _recorded(self, number: int, event: Mapping[str, Any]) -> None:
+        """An event of this project's own run log: it holds no frame, but the run's verdict on one.
+
+        A gateway's violations are its ``violation`` events (one per rule broken, tool rules
+        included); a server's are its refused frames. Either way, what the run found is reported."""
+        kind, direction = event.get("event"), _DIRECTIONS.get(str(event.get("direction")))
+        if kind == "start":
+            detail = event.get("detail")
+            self._run_mode = detail.get("mode") if isinstance(detail, Mapping) else None
+        if kind != "frame" and not (kind == "violation" and self._run_mode == "gateway"):
+            self.report.skipped += 1
+            return
+        method = event.get("method") if isinstance(event.get("method"), str) else None
+        if kind == "frame":
+            side = direction.value if direction is not None else "(unknown)"
+            self.report.frames[side, method or "(unknown request)"] += 1
+            if isinstance(event.get("protocol_version"), str):
+                self.report.protocol_version = event["protocol_version"]
+        error = event.get("error")
+        if not isinstance(error, Mapping) or (kind == "frame" and self._run_mode == "gateway"):
+            return
+        tool = event.get("tool_id")
+        self.report.violation(
+            str(event.get("rule") or error.get("code")),
+            line=number,
+            direction=direction,
+            method=method,
+            tool=tool if isinstance(tool, str) else None,
+            request_id=event.get("request_id"),
+            errors=[entry for entry in error.get("details") or () if isinstance(entry, Mapping)],
+        )
 
     @staticmethod
     def _refuse_non_utf8(number: int, raw: bytes) -> None:
@@ -398,6 +434,17 @@ class SessionCheck:
                 request_id=message.id,
                 errors=errors,
             )
+
+
+def _is_own_event(document: Mapping[str, Any]) -> bool:
+    """An event of this project's run log (``schemas/log-event.schema.json``) that carries no frame."""
+    metadata = document.get("metadata")
+    return (
+        "event" in document
+        and "frame" not in document
+        and isinstance(metadata, Mapping)
+        and "schemaVersion" in metadata
+    )
 
 
 def _open(path: Path) -> IO[bytes]:

@@ -527,3 +527,69 @@ def test_the_check_command_is_listed_by_the_cli(tmp_path: Path) -> None:
     """Issue: `mcp-server check CAPTURE` with --format and --version."""
     text = run_check(tmp_path, "--help").stdout
     assert "--format" in text and "--version" in text and "capture" in text
+
+
+def _run_and_log(tmp_path: Path, command: list[str], frames: list[dict[str, Any]], stream: str) -> Path:
+    """Run a real ``mcp-server`` over STDIO: ``frames`` in, every request answered, then end of input.
+    Returns the run's own event log."""
+    runs = tmp_path / "runs"
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(runs)),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b"".join(json.dumps(frame).encode() + b"\n" for frame in frames))
+    process.stdin.flush()
+    for _ in [frame for frame in frames if "id" in frame]:
+        assert process.stdout.readline(), "the server closed stdout before answering every request"
+    process.stdin.close()
+    assert process.wait(WAIT) == 0
+    process.stdout.close()
+    log = runs / "mcp_server" / stream / ".latest"
+    assert log.exists(), f"no {stream} log under {runs}"
+    return log
+
+
+def _check_cli(path: Path) -> tuple[int, dict[str, Any]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "check", str(path), "--format", "json"],
+        capture_output=True,
+        timeout=WAIT,
+        env=server_env(path.parent),
+        check=False,
+    )
+    return result.returncode, json.loads(result.stdout)
+
+
+# A ping may be sent before the handshake completes: its verdict never depends on the reply to initialize.
+BAD_PING = {"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": 5}}
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_check_reads_the_gateways_own_run_log_and_reports_what_the_run_found(tmp_path: Path, bad: bool) -> None:
+    """Issue 18: `check` on the gateway's own event log gives no false invalid_envelope; the
+    violations it reports are the ones the run recorded."""
+    frames = [*handshake()[::2], {"jsonrpc": "2.0", "id": 3, "method": "ping"}, *([BAD_PING] if bad else [])]
+    command = [sys.executable, "-m", "mcp_server", "gateway", "--", *SDK_SERVER]
+    status, document = _check_cli(_run_and_log(tmp_path, command, frames, "gateway"))
+    assert "invalid_envelope" not in document["violations"]
+    assert document["frames"][C2S]["ping"] == 1 + bad and document["frames"][S2C]["ping"] == 1  # under its request
+    if bad:
+        assert (status, document["violations"]) == (1, {"invalid_params": 1})
+        [example] = document["examples"]["invalid_params"]
+        assert (example["direction"], example["method"], example["id"]) == (C2S, "ping", 2)
+        assert [error["path"] for error in example["errors"]] == ["/params/_meta"]
+    else:
+        assert (status, document["violations"]) == (0, {})
+
+
+def test_check_reads_a_serve_run_log_and_reports_the_frames_it_refused(tmp_path: Path) -> None:
+    """Issue 18: a `serve` run's log names each refused frame's rule; `check` reports those."""
+    frames = [handshake()[0], handshake()[2], BAD_PING]
+    command = [sys.executable, "-m", "mcp_server", "serve"]
+    status, document = _check_cli(_run_and_log(tmp_path, command, frames, "serve"))
+    assert (status, document["violations"]) == (1, {"invalid_params": 1})
+    assert document["frames"][C2S]["ping"] == 1
