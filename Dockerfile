@@ -8,12 +8,12 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY mcp_server ./mcp_server
 COPY schemas ./schemas
+# mcp_server/schemas links to ../schemas: the wheel carries the schemas as package data.
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir /src
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 mcp
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build /src/schemas /opt/venv/lib/python3.11/site-packages/schemas
 ENV PATH=/opt/venv/bin:$PATH \
     MCP_READY_FILE=/tmp/mcp.ready \
     MCP_ENDPOINT=stdio \

@@ -28,8 +28,9 @@ __all__ = [
     "violations",
 ]
 
-BUNDLED_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
-"""The schemas shipped with the project: ``mcp/<version>/schema.json`` and the project's own."""
+BUNDLED_SCHEMAS = Path(__file__).parent / "schemas"
+"""The schemas shipped inside the package: ``mcp/<version>/schema.json`` and the project's own (in a
+checkout, a link to the repository's top-level ``schemas/``)."""
 
 MAX_VIOLATIONS = 100
 """Cap on the violations listed for one instance; a hostile frame cannot make the reply huge."""
