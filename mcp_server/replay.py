@@ -7,7 +7,9 @@ that frame's, so a frame that earns no reply is told from a slow one without wai
 
 Script format (JSON Lines), one frame per line:
 ``{"send": <JSON value>}`` a frame written compactly; ``{"raw": "<text>"}`` exact UTF-8 bytes
-(invalid JSON, say); ``{"oversized": N}`` an N-byte object frame, for the size guard.
+(invalid JSON, say); ``{"oversized": N}`` an N-byte object frame, for the size guard. A capture
+serves as a script too: a line that is a JSON-RPC frame is sent as written, and
+``{"direction": ..., "frame": ...}`` lines send the client's frames (the server's are skipped).
 A first line ``{"upstream": [ARG, ...], "args": [OPTION, ...]}`` names the server a gateway fronts
 for this script and options for the server or gateway (``{python}`` stands for the running
 interpreter, ``{script_dir}`` for the script's folder).
@@ -55,20 +57,32 @@ class Replayed:
     status: int | None = None
 
 
-def _frame_of(entry: Any, line_number: int) -> bytes:
-    if isinstance(entry, dict) and "send" in entry:
+def _frame_of(entry: Any, line: str) -> bytes | None:
+    """The bytes to send for one line (``None``: a frame the server sent, not sent again)."""
+    if not isinstance(entry, dict):
+        return None
+    if "send" in entry:
         return jsonio.dumps(entry["send"])
-    raw = entry.get("raw") if isinstance(entry, dict) else None
-    if isinstance(raw, str):
-        return raw.encode()
-    size = entry.get("oversized") if isinstance(entry, dict) else None
+    if isinstance(entry.get("raw"), str):
+        return str(entry["raw"]).encode()
+    size = entry.get("oversized")
     if isinstance(size, int) and size >= 8:
         return b'{"x":"' + b"x" * (size - 8) + b'"}'
-    raise ReplayError(f"line {line_number}: expected {{'send': ...}}, {{'raw': str}} or {{'oversized': int >= 8}}")
+    if "jsonrpc" in entry:  # a plain capture: the frame exactly as the client wrote it
+        return line.strip().encode()
+    if "frame" in entry and entry.get("direction") in ("client_to_server", "server_to_client"):
+        if entry["direction"] == "server_to_client":
+            return b""
+        frame = entry["frame"]
+        return frame.encode() if isinstance(frame, str) else jsonio.dumps(frame)
+    return None
 
 
 def load_script(path: Path) -> list[bytes]:
-    """The frames of a script file, or ``ReplayError`` naming the line that is wrong."""
+    """The frames of a script file, or ``ReplayError`` naming the line that is wrong.
+
+    Besides the script's own entries, a line may be a frame as the client wrote it (a plain NDJSON
+    capture) or ``{"direction", "frame"}`` (a wrapped capture: only the client's frames are sent)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -83,7 +97,14 @@ def load_script(path: Path) -> list[bytes]:
             raise ReplayError(f"{path}:{number}: not JSON") from None
         if number == 1 and isinstance(entry, dict) and ("upstream" in entry or "args" in entry):
             continue  # the header: see script_upstream
-        frames.append(_frame_of(entry, number))
+        frame = _frame_of(entry, line)
+        if frame is None:
+            raise ReplayError(
+                f"{path}:{number}: expected {{'send': ...}}, {{'raw': str}}, {{'oversized': int >= 8}}, "
+                "a JSON-RPC frame or {'direction', 'frame'}"
+            )
+        if frame:
+            frames.append(frame)
     return frames
 
 

@@ -204,3 +204,44 @@ def test_run_script_events_are_those_of_the_script_in_order() -> None:
     events = [e for e in run_script(frames) if e["event"] == "frame"]
     assert len(events) == len(frames)
     assert [e["bytes_in"] for e in events] == [len(f) for f in frames]
+
+
+def _is_json(frame: bytes) -> bool:
+    try:
+        jsonio.loads(frame)
+    except jsonio.JSONSyntaxError:
+        return False
+    return True
+
+
+def test_golden_record_takes_a_plain_ndjson_capture_and_wrapped_frames_as_its_script(tmp_path: Path) -> None:
+    """Issue 18: besides its script format, `golden record` takes a plain NDJSON capture (each line a
+    frame as the client wrote it) and `{direction, frame}` lines (the client's frames are sent)."""
+    frames = [frame for frame in load_script(SERVE_SCRIPT) if frame.startswith(b'{"jsonrpc"') and _is_json(frame)]
+    script, capture, wrapped = tmp_path / "s.jsonl", tmp_path / "c.ndjson", tmp_path / "w.jsonl"
+    script.write_bytes(b"".join(b'{"send":' + frame + b"}\n" for frame in frames))
+    capture.write_bytes(b"".join(frame + b"\n" for frame in frames))
+    server_frame = {"direction": "server_to_client", "frame": {"jsonrpc": "2.0", "id": 1, "result": {}}}
+    wrapped.write_bytes(
+        b"".join(
+            jsonio.dumps_line({"direction": "client_to_server", "frame": frame.decode()})
+            + jsonio.dumps_line(server_frame)
+            for frame in frames
+        )
+    )
+    assert load_script(capture) == load_script(wrapped) == frames
+    recorded = {}
+    for path in (script, capture, wrapped):
+        out = path.with_suffix(".events.jsonl")
+        assert golden_cli(tmp_path, "record", str(path), "-o", str(out)).returncode == 0
+        recorded[path.name] = out.read_bytes()
+    assert recorded["s.jsonl"].count(b'"event":"frame"') == len(frames)
+    assert recorded["s.jsonl"] == recorded["c.ndjson"] == recorded["w.jsonl"]
+
+
+def test_a_script_line_of_no_known_form_is_refused_naming_the_line(tmp_path: Path) -> None:
+    """Bad input gets a clear error: a line that is neither a script entry nor a frame."""
+    script = tmp_path / "odd.jsonl"
+    script.write_text('{"send": {"jsonrpc": "2.0", "method": "x"}}\n{"say": "hello"}\n')
+    result = golden_cli(tmp_path, "record", str(script), "-o", str(tmp_path / "out.jsonl"))
+    assert result.returncode == 2 and "odd.jsonl:2:" in result.stderr and "Traceback" not in result.stderr
