@@ -134,6 +134,8 @@ def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> Eve
             runs_dir=settings.runs_dir,
             stream=name,
             keep=settings.runs_keep,
+            max_bytes=settings.log_max_bytes,
+            keep_files=settings.log_keep_files,
             deterministic=settings.deterministic or args.deterministic,
             seed=settings.seed,
         )

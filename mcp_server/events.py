@@ -45,6 +45,7 @@ __all__ = [
     "Draft",
     "EventLog",
     "EventLogSettings",
+    "Rotation",
     "Sink",
     "capture_stage",
     "note_rejection",
@@ -78,9 +79,26 @@ Sink = Callable[[Mapping[str, Any]], None]
 class EventLogSettings:
     runs_dir: Path = Path("runs")
     stream: str = "serve"
-    keep: int = 20
+    keep: int = 20  # runs of the stream kept
     deterministic: bool = False
     seed: str = "mcp-server"
+    max_bytes: int = 64 << 20  # a run's file rotates once it passes this size
+    keep_files: int = 10  # rotated files of a run kept (the oldest go first)
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    """Where a run's log goes: the file being written (``….jsonl.partial``) until it passes
+    ``max_bytes``; then it becomes ``<stem>.<n>.jsonl`` (n = 1, 2, …) and a new one starts. Only
+    the newest ``keep`` rotated files stay. The run's last file becomes ``<stem>.jsonl`` at its end."""
+
+    partial: Path
+    max_bytes: int
+    keep: int
+
+    def rotated(self, number: int) -> Path:
+        stem = self.partial.name.removesuffix(".jsonl.partial")
+        return self.partial.with_name(f"{stem}.{number}.jsonl")
 
 
 Draft = list[Any]
@@ -180,6 +198,8 @@ class EventLog:
         self._partial.touch()
         config = {
             "partial": str(self._partial),
+            "max_bytes": self.settings.max_bytes,
+            "keep_files": self.settings.keep_files,
             "run_id": self.run_id,
             "deterministic": self.deterministic,
             "stderr": self._stderr_options,
@@ -220,6 +240,9 @@ class EventLog:
             _link_latest(self.directory, self.path)
             _keep_newest(self.directory, self.settings.keep, self.path)
         return self.path
+
+    def _rotation(self) -> Rotation:
+        return Rotation(self._partial, self.settings.max_bytes, self.settings.keep_files)
 
     def session_id(self, session: Session) -> str:
         """A session's id in the log: its own, or in a deterministic run one derived from its order."""
@@ -316,7 +339,7 @@ class EventLog:
                 return
             except (BrokenPipeError, OSError, ValueError):
                 sys.stderr.write("mcp:error reason=log_writer_died detail=this process writes the event log now\n")
-                self._fallback = _FileWriter(self._partial, self._formatter, self._stderr)
+                self._fallback = _FileWriter(self._rotation(), self._formatter, self._stderr)
         self._fallback.write(first, anchor, rows)
 
 
@@ -454,10 +477,15 @@ class EventFormatter:
 
 
 class _FileWriter:
-    """Rows → JSONL lines in the ``.partial`` file (and the stderr sink): the writer's one loop."""
+    """Rows → JSONL lines in the run's file (and the stderr sink), rotated by size: the writer's one loop."""
 
-    def __init__(self, partial: Path, formatter: EventFormatter, stderr: Sink | None) -> None:
-        self.file = partial.open("ab")  # after what the writer process wrote, if it came first
+    def __init__(self, rotation: Rotation, formatter: EventFormatter, stderr: Sink | None) -> None:
+        self.rotation = rotation
+        self.file = rotation.partial.open("ab")  # after what the writer process wrote, if it came first
+        self.written = self.file.tell()
+        stem = rotation.partial.name.removesuffix(".jsonl.partial")
+        numbers = [int(p.name.split(".")[-2]) for p in rotation.partial.parent.glob(f"{stem}.*.jsonl")]
+        self.number = max(numbers, default=0)  # the last rotated file's number (a fallback writer goes on)
         self.formatter = formatter
         self.stderr = stderr
 
@@ -473,6 +501,20 @@ class _FileWriter:
         if lines:
             self.file.write(lines)
             self.file.flush()
+            self.written += len(lines)
+            if self.written >= self.rotation.max_bytes:  # between batches: a file holds whole events
+                self._rotate()
+
+    def _rotate(self) -> None:
+        self.file.close()
+        self.number += 1
+        os.replace(self.rotation.partial, self.rotation.rotated(self.number))
+        stale = self.number - self.rotation.keep
+        if stale > 0:
+            with contextlib.suppress(FileNotFoundError):
+                self.rotation.rotated(stale).unlink()
+        self.file = self.rotation.partial.open("ab")
+        self.written = 0
 
     def close(self) -> None:
         self.file.close()
@@ -496,7 +538,9 @@ def run_writer(config: Mapping[str, Any]) -> int:
     formatter = EventFormatter(config["run_id"], config["deterministic"])
     if config.get("redaction") is not None:
         formatter.redact = Redactor.build(**config["redaction"]).redact
-    writer = _FileWriter(Path(config["partial"]), formatter, stderr)
+    writer = _FileWriter(
+        Rotation(Path(config["partial"]), config["max_bytes"], config["keep_files"]), formatter, stderr
+    )
     source = sys.stdin.buffer
     while batch := unpack_rows(source):  # each batch is written as soon as it arrives
         writer.write(*batch)
@@ -552,17 +596,25 @@ def _link_latest(directory: Path, path: Path) -> None:
 
 
 def _keep_newest(directory: Path, keep: int, current: Path) -> None:
-    """Remove all but the newest ``keep`` runs (complete or abandoned) of this stream."""
-    runs = [p for p in directory.iterdir() if p.name.endswith((".jsonl", ".jsonl.partial")) and p != current]
+    """Remove all but the newest ``keep`` runs (complete or abandoned) of this stream, each with its
+    rotated files."""
+    runs: dict[str, list[Path]] = {}
+    for path in directory.iterdir():
+        if path.name.endswith((".jsonl", ".jsonl.partial")) and not path.name.startswith("."):
+            runs.setdefault(path.name.split(".", 1)[0], []).append(path)
+    runs.pop(current.name.split(".", 1)[0], None)
 
-    def age(path: Path) -> tuple[float, str]:
-        with contextlib.suppress(FileNotFoundError):
-            return (path.stat().st_mtime, path.name)
-        return (0.0, path.name)
+    def age(files: list[Path]) -> tuple[float, str]:
+        newest = (0.0, "")
+        for path in files:
+            with contextlib.suppress(FileNotFoundError):
+                newest = max(newest, (path.stat().st_mtime, path.name))
+        return newest
 
-    for stale in sorted(runs, key=age, reverse=True)[max(keep - 1, 0) :]:
-        with contextlib.suppress(FileNotFoundError):
-            stale.unlink()
+    for stem in sorted(runs, key=lambda stem: age(runs[stem]), reverse=True)[max(keep - 1, 0) :]:
+        for stale in runs[stem]:
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
 
 
 # -- stderr ---------------------------------------------------------------------------------

@@ -123,6 +123,8 @@ class Settings:
     max_sessions: int = 1000
     runs_dir: Path = Path("runs")
     runs_keep: int = 20
+    log_max_bytes: int = 64 << 20
+    log_keep_files: int = 10
     deterministic: bool = False
     seed: str = "mcp-server"
     log_format: str = "text"
@@ -151,6 +153,8 @@ class Settings:
             max_sessions=_positive_int(environ, "MCP_MAX_SESSIONS", 1000),
             runs_dir=Path(environ.get("MCP_RUNS_DIR") or "runs"),
             runs_keep=_positive_int(environ, "MCP_RUNS_KEEP", 20),
+            log_max_bytes=_positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20),
+            log_keep_files=_positive_int(environ, "MCP_LOG_KEEP_FILES", 10),
             deterministic=_flag(environ, "MCP_DETERMINISTIC"),
             seed=environ.get("MCP_SEED") or "mcp-server",
             log_format=_choice(environ, "MCP_LOG_FORMAT", LOG_FORMATS),

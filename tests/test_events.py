@@ -186,12 +186,46 @@ def test_log_stream_names_the_folder_and_a_bad_name_is_refused(tmp_path: Path) -
     assert refused.stdout == b""
 
 
+def test_the_log_rotates_by_size_and_keeps_a_bounded_number_of_files(tmp_path: Path) -> None:
+    """Issue 18: a run's log rotates once a file passes MCP_LOG_MAX_BYTES; only the newest
+    MCP_LOG_KEEP_FILES rotated files are kept; together they hold the newest events in order."""
+    runs = tmp_path / "runs"
+    pings = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(3000)]
+    result = run_serve(tmp_path, pings, MCP_LOG_MAX_BYTES="65536", MCP_LOG_KEEP_FILES="3")
+    assert result.returncode == 0
+    folder = runs / "mcp_server" / "serve"
+    final = latest(runs).resolve()
+    stem = final.name.removesuffix(".jsonl")
+    rotated = sorted(folder.glob(f"{stem}.*.jsonl"), key=lambda p: int(p.name.split(".")[-2]))
+    assert len(rotated) == 3  # more were written (about 3,000 events of ~400 bytes); the oldest went
+    assert int(rotated[0].name.split(".")[-2]) > 1
+    for path in rotated:
+        assert path.stat().st_size <= 65536 + 256 * 1024  # the limit, passed by at most one batch of 256 events
+    seqs = [event["seq"] for path in [*rotated, final] for event in read_events(path)]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # contiguous, in order, nothing lost in between
+    assert seqs[-1] == 3002 and seqs[0] > 1  # start, 3,000 frames, stop; the first files rotated away
+    assert not [p for p in folder.iterdir() if p.name.endswith(".partial")]
+
+
+def test_a_pruned_run_takes_its_rotated_files_with_it(tmp_path: Path) -> None:
+    """Issue 18: MCP_RUNS_KEEP counts runs, and a run removed from the folder leaves none of its files."""
+    runs = tmp_path / "runs"
+    pings = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(400)]
+    for _ in range(3):
+        assert run_serve(tmp_path, pings, MCP_LOG_MAX_BYTES="32768", MCP_RUNS_KEEP="2").returncode == 0
+    folder = runs / "mcp_server" / "serve"
+    stems = {path.name.split(".")[0] for path in folder.iterdir() if not path.name.startswith(".")}
+    assert len(stems) == 2
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
         ("MCP_DETERMINISTIC", "maybe"),
         ("MCP_LOG_FORMAT", "xml"),
         ("MCP_LOG_LEVEL", "loud"),
+        ("MCP_LOG_MAX_BYTES", "0"),
+        ("MCP_LOG_KEEP_FILES", "-1"),
         ("MCP_RUNS_KEEP", "0"),
         ("MCP_RUNS_KEEP", "many"),
     ],
@@ -240,7 +274,8 @@ def test_stdout_carries_nothing_but_the_replies_with_logging_on(tmp_path: Path) 
 
 def test_the_writer_never_drops_an_event_under_a_flood(tmp_path: Path) -> None:
     """Issue 7, Speed: a bounded queue with backpressure; every event reaches the file, in order."""
-    log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="flood", deterministic=True)).open()
+    settings = EventLogSettings(runs_dir=tmp_path, stream="flood", deterministic=True, max_bytes=1 << 30)
+    log = EventLog(settings).open()  # one file: rotation is tested on its own
     total = 150_000  # past the queue's bound, so the producer has to wait for the writer
     for index in range(total):
         log.emit("policy", status="allowed", detail={"n": index})
