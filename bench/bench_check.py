@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from corpus import build  # noqa: E402
 
-from mcp_server.check_command import check_capture  # noqa: E402
-from mcp_server.registry import SchemaRegistry  # noqa: E402
+from mcp_server.offline.check import check_capture  # noqa: E402
+from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
 REPEATS = 3
 HANDSHAKE = 5  # initialize, its result, notifications/initialized, tools/list, its result

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_spine import percentiles, run_chain  # noqa: E402
 from corpus import VERSION, build  # noqa: E402
 
-from mcp_server.events import EventLog, EventLogSettings  # noqa: E402
-from mcp_server.registry import SchemaRegistry  # noqa: E402
+from mcp_server.observe.events import EventLog, EventLogSettings  # noqa: E402
+from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
 
 def main() -> None:

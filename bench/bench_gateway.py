@@ -33,12 +33,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fast_upstream import result_of, tool  # noqa: E402
 
-from mcp_server.events import EventLog, EventLogSettings  # noqa: E402
+from mcp_server.chain.size_guard import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
+from mcp_server.core.types import Direction, Frame, Session  # noqa: E402
 from mcp_server.gateway.config import GatewayConfig  # noqa: E402
 from mcp_server.gateway.run import Checks, new_report, session_chain  # noqa: E402
-from mcp_server.registry import SchemaRegistry  # noqa: E402
-from mcp_server.size_guard import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
-from mcp_server.types import Direction, Frame, Session  # noqa: E402
+from mcp_server.observe.events import EventLog, EventLogSettings  # noqa: E402
+from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
 UPSTREAM = [sys.executable, str(ROOT / "bench" / "fast_upstream.py")]
 BARE_RELAY = [sys.executable, str(ROOT / "bench" / "bare_relay.py")]

@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_spine import CorpusTools, percentiles, terminal_handler  # noqa: E402
 from corpus import build  # noqa: E402
 
-from mcp_server.chain import build_chain  # noqa: E402
-from mcp_server.policy import Policy, policy_stage  # noqa: E402
-from mcp_server.registry import SchemaRegistry  # noqa: E402
-from mcp_server.types import Direction, Frame, Session  # noqa: E402
+from mcp_server.chain.compose import build_chain  # noqa: E402
+from mcp_server.core.types import Direction, Frame, Session  # noqa: E402
+from mcp_server.execution.policy import Policy, policy_stage  # noqa: E402
+from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
 
 def hundred_rules() -> Policy:

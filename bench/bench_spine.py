@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from corpus import VERSION, build  # noqa: E402
 
-from mcp_server.chain import build_chain  # noqa: E402
-from mcp_server.registry import SchemaRegistry, ToolIO  # noqa: E402
-from mcp_server.types import Direction, Frame, Handler, Reply, Session  # noqa: E402
+from mcp_server.chain.compose import build_chain  # noqa: E402
+from mcp_server.core.types import Direction, Frame, Handler, Reply, Session  # noqa: E402
+from mcp_server.registry.schemas import SchemaRegistry, ToolIO  # noqa: E402
 
 
 class CorpusTools:

@@ -17,7 +17,7 @@ from mcp.server.mcpserver import MCPServer
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp_server.registry import SchemaRegistry  # noqa: E402
+from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
 registry = SchemaRegistry()
 text_content: jsonschema_rs.Validator = registry.protocol("2025-11-25").definition_validator("TextContent")

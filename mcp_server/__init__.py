@@ -8,10 +8,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .chain import build_chain, compose
-from .errors import CanonicalError, Plane, Rejection
-from .registry import SchemaError, SchemaRegistry
-from .types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply, Session
+from .chain.compose import build_chain, compose
+from .core.errors import CanonicalError, Plane, Rejection
+from .core.types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply, Session
+from .registry.schemas import SchemaError, SchemaRegistry
 
 __all__ = [
     "CanonicalError",

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .redaction import Redactor
-from .registry import SchemaError, SchemaRegistry
-from .settings import Settings, SetupError, log_level, parse_host_port
+from .core.settings import Settings, SetupError, log_level, parse_host_port
+from .execution.redaction import Redactor
+from .registry.schemas import SchemaError, SchemaRegistry
 
 if TYPE_CHECKING:
-    from .events import EventLog
     from .gateway.upstream import Upstream
+    from .observe.events import EventLog
 
 __all__ = ["main"]
 
@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     approvals.add_argument("sha256", nargs="?", help="to allow: the arguments' SHA-256 shown by `list`")
     report = commands.add_parser("report", help="print a gateway conformance report again")
     report.add_argument("file")
-    from .check_command import add_check_arguments
+    from .offline.check import add_check_arguments
 
     add_check_arguments(commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture) offline"))
     return parser
@@ -95,7 +95,7 @@ def _setup_logging(environ: Mapping[str, str]) -> None:
     root.setLevel(logging.WARNING if log_level(environ) == "warning" else logging.INFO)
     root.propagate = False
     # Execution records are the boundary's audit trail: written whatever MCP_LOG_LEVEL says.
-    logging.getLogger("mcp_server.execution").setLevel(logging.INFO)
+    logging.getLogger("mcp_server.execution.gate").setLevel(logging.INFO)
 
 
 def _redact_logs(redactor: Redactor) -> None:
@@ -124,7 +124,7 @@ _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def _event_log(settings: Settings, args: argparse.Namespace, stream: str) -> EventLog:
     """The run's event log (not open yet): the file under the runs directory and the stderr lines."""
-    from .events import EventLog, EventLogSettings
+    from .observe.events import EventLog, EventLogSettings
 
     name = args.log_stream or stream
     if not _STREAM_NAME.match(name):
@@ -156,13 +156,13 @@ def _open_log(log: EventLog, redactor: Redactor) -> EventLog:
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from dataclasses import replace
 
-    from .boundary import load_boundary
-    from .corpus import load_corpus
-    from .execution import event_sink
-    from .http_tools import catalogue_tools
-    from .server import build_server
-    from .tools import ToolSet
-    from .tools.catalog import builtin_tools
+    from .execution.boundary import load_boundary
+    from .execution.gate import event_sink
+    from .execution.http_tools import catalogue_tools
+    from .serve.app import build_server
+    from .serve.corpus import load_corpus
+    from .serve.tools import ToolSet
+    from .serve.tools.catalog import builtin_tools
 
     settings = Settings.from_env(environ)
     if args.socket:
@@ -219,8 +219,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
             asyncio.run(serve_unix_socket(handler, listener, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
         else:
+            from .serve.rest import RestFace
             from .transport.http import HttpOptions, McpHttpApp, serve_http
-            from .transport.rest import RestFace
 
             listener, url = _listen_tcp(settings.http_host, settings.http_port, "/mcp")
             options = HttpOptions(
@@ -234,7 +234,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
                 cleanup.append(settings.ready_file)
                 _say(f"mcp:ready mode=http url={url} {dirs}")
 
-            from .metrics import Metrics
+            from .observe.metrics import Metrics
 
             metrics = Metrics(registry, extra_methods=[tool.name for tool in tools])
             events.count_with(metrics)
@@ -258,7 +258,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
-    from .boundary import load_boundary
+    from .execution.boundary import load_boundary
     from .gateway.config import GatewayConfig
     from .gateway.upstream import HttpUpstream, StdioUpstream
 
@@ -394,30 +394,30 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
     if argv[:1] == ["golden"]:
-        from .golden import main_golden
+        from .offline.golden import main_golden
 
         return main_golden(argv[1:])
     if argv[:1] == ["report"]:
-        from .gateway.report import main_report
+        from .observe.report import main_report
 
         return main_report(argv[1:])
     args = _parser().parse_args(argv)
     try:
         _setup_logging(environ)
         if args.validate or args.command == "validate":
-            from .validate_command import main_validate
+            from .offline.validate import main_validate
 
             target = args.validate or args.file
             extra = ["--schema", args.schema] if getattr(args, "schema", None) else []
             return main_validate([target, *extra], environ)
         if args.command == "check":
-            from .check_command import run_check
+            from .offline.check import run_check
 
             return run_check(args)
         if args.command == "gateway":
             return _gateway(args, command, environ)
         if args.command == "approvals":
-            from .approvals_command import run_approvals
+            from .offline.approvals import run_approvals
 
             return run_approvals(args, environ)
         return _serve(args, environ)

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from mcp_server import jsonio
-from mcp_server.registry import SchemaRegistry, violations
-from mcp_server.server import build_server
-from mcp_server.settings import Settings
-from mcp_server.tools import ToolSet
-from mcp_server.types import Frame, Handler, Session
+from mcp_server.core import jsonio
+from mcp_server.core.settings import Settings
+from mcp_server.core.types import Frame, Handler, Session
+from mcp_server.registry.schemas import SchemaRegistry, violations
+from mcp_server.serve.app import build_server
+from mcp_server.serve.tools import ToolSet
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,7 +86,7 @@ def log_validator(registry: SchemaRegistry) -> Any:
 
 @pytest.fixture(scope="session")
 def tools(registry: SchemaRegistry) -> ToolSet:
-    from mcp_server.tools.catalog import builtin_tools
+    from mcp_server.serve.tools.catalog import builtin_tools
 
     return ToolSet(builtin_tools({}, registry), registry)
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from mcp_server.errors import CanonicalError
-from mcp_server.registry import SchemaRegistry
-from mcp_server.types import Handler, Session
+from mcp_server.core.errors import CanonicalError
+from mcp_server.core.types import Handler, Session
+from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import exchange, initialize_frame, meta_2026
 
@@ -184,10 +184,10 @@ def test_compose_runs_a_row_of_checks_in_order_and_stops_at_a_rejection() -> Non
     """compose fuses adjacent CheckStages into one coroutine: same order, same short-circuit."""
     import asyncio
 
-    from mcp_server.chain import compose
-    from mcp_server.errors import Rejection
-    from mcp_server.stage import CheckStage
-    from mcp_server.types import Frame, Reply
+    from mcp_server.chain.compose import compose
+    from mcp_server.chain.stage import CheckStage
+    from mcp_server.core.errors import Rejection
+    from mcp_server.core.types import Frame, Reply
 
     seen: list[str] = []
 

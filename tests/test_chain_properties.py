@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_server import jsonio
-from mcp_server.registry import SchemaRegistry, violations
-from mcp_server.size_guard import DEFAULT_MAX_FRAME_BYTES
-from mcp_server.types import Handler
+from mcp_server.chain.size_guard import DEFAULT_MAX_FRAME_BYTES
+from mcp_server.core import jsonio
+from mcp_server.core.types import Handler
+from mcp_server.registry.schemas import SchemaRegistry, violations
 
 from .conftest import exchange
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from mcp_server.check_command import RULES, CaptureError, check_capture
-from mcp_server.registry import SchemaRegistry
+from mcp_server.offline.check import RULES, CaptureError, check_capture
+from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import ROOT, initialize_frame, meta_2026, server_env
 

@@ -12,8 +12,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from mcp_server.approvals import arguments_digest
-from mcp_server.errors import CanonicalError
+from mcp_server.core.errors import CanonicalError
+from mcp_server.execution.approvals import arguments_digest
 
 from .conftest import server_command, server_env
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.errors import CanonicalError, Plane, Rejection, catalogue_markdown
+from mcp_server.core.errors import CanonicalError, Plane, Rejection, catalogue_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 

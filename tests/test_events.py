@@ -15,18 +15,18 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server import jsonio
-from mcp_server.approvals import ApprovalBook
-from mcp_server.chain import build_chain
-from mcp_server.errors import CanonicalError
-from mcp_server.events import EventLog, EventLogSettings, pack_rows, read_events, unpack_rows
-from mcp_server.execution import ExecutionGate, Trace
-from mcp_server.policy import Policy
-from mcp_server.registry import SchemaRegistry, violations
-from mcp_server.server import build_server
-from mcp_server.settings import Settings
-from mcp_server.tools import ToolSet
-from mcp_server.types import Direction, Frame, Reply, Session
+from mcp_server.chain.compose import build_chain
+from mcp_server.core import jsonio
+from mcp_server.core.errors import CanonicalError
+from mcp_server.core.settings import Settings
+from mcp_server.core.types import Direction, Frame, Reply, Session
+from mcp_server.execution.approvals import ApprovalBook
+from mcp_server.execution.gate import ExecutionGate, Trace
+from mcp_server.execution.policy import Policy
+from mcp_server.observe.events import EventLog, EventLogSettings, pack_rows, read_events, unpack_rows
+from mcp_server.registry.schemas import SchemaRegistry, violations
+from mcp_server.serve.app import build_server
+from mcp_server.serve.tools import ToolSet
 
 from .conftest import initialize_frame, server_command, server_env
 from .servers import serving
@@ -301,7 +301,7 @@ def test_a_failing_sink_is_reported_and_the_log_goes_on(tmp_path: Path, capsys: 
 def test_a_response_shares_the_trace_id_of_its_request(tmp_path: Path, registry: SchemaRegistry) -> None:
     """Issue 7: trace_id from _meta.traceparent, else generated; a response belongs to its request's trace."""
     log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="t", deterministic=True)).open()
-    from mcp_server.tools.catalog import builtin_tools
+    from mcp_server.serve.tools.catalog import builtin_tools
 
     handler = build_server(registry, ToolSet(builtin_tools({}, registry), registry), Settings(), events=log)
     session = Session()

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.approvals import arguments_digest
-from mcp_server.errors import CanonicalError
+from mcp_server.core.errors import CanonicalError
+from mcp_server.execution.approvals import arguments_digest
 
 from .conftest import server_env
 from .http_backend import Backend, http_backend
@@ -646,11 +646,11 @@ def test_health_checks_an_http_upstream_when_one_is_configured(registry: Any, ba
     import asyncio
     import socket
 
-    from mcp_server.approvals import ApprovalBook
-    from mcp_server.execution import ExecutionGate
-    from mcp_server.policy import Policy
+    from mcp_server.execution.approvals import ApprovalBook
+    from mcp_server.execution.gate import ExecutionGate
+    from mcp_server.execution.policy import Policy
+    from mcp_server.serve.rest import RestFace
     from mcp_server.transport.http import HttpOptions, McpHttpApp
-    from mcp_server.transport.rest import RestFace
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

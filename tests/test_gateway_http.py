@@ -23,7 +23,7 @@ import pytest
 from mcp import types
 from mcp.client.client import Client
 
-from mcp_server.errors import CanonicalError
+from mcp_server.core.errors import CanonicalError
 
 from .conftest import server_env
 from .test_gateway import BROKEN_UPSTREAM, SDK_UPSTREAM, children_of, report_of

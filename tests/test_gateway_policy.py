@@ -15,7 +15,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from mcp_server.errors import CanonicalError
+from mcp_server.core.errors import CanonicalError
 
 from .conftest import ROOT, server_env
 from .test_gateway import WAIT, Peer, gateway_command, handshake, report_of

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from mcp_server import jsonio
-from mcp_server.events import read_events
-from mcp_server.golden import check_events, run_script, write_golden
-from mcp_server.registry import violations
-from mcp_server.replay import load_script, script_upstream
+from mcp_server.core import jsonio
+from mcp_server.observe.events import read_events
+from mcp_server.offline.golden import check_events, run_script, write_golden
+from mcp_server.offline.replay import load_script, script_upstream
+from mcp_server.registry.schemas import violations
 
 from .conftest import ROOT, server_env
 

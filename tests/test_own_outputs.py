@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from mcp_server.registry import SchemaRegistry, violations
-from mcp_server.tools import ToolSet
-from mcp_server.types import Handler
+from mcp_server.core.types import Handler
+from mcp_server.registry.schemas import SchemaRegistry, violations
+from mcp_server.serve.tools import ToolSet
 
 from .conftest import exchange, initialize_frame, meta_2026
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from mcp_server import jsonio
-from mcp_server.errors import CanonicalError, Rejection
-from mcp_server.policy import DEFAULT_TIMEOUT_SECONDS, Policy, load_policy, policy_stage
-from mcp_server.registry import SchemaRegistry
-from mcp_server.server import build_server
-from mcp_server.settings import Settings, SetupError
-from mcp_server.tools import ToolSet
-from mcp_server.types import Direction, Frame, Message, MessageKind, Session
+from mcp_server.core import jsonio
+from mcp_server.core.errors import CanonicalError, Rejection
+from mcp_server.core.settings import Settings, SetupError
+from mcp_server.core.types import Direction, Frame, Message, MessageKind, Session
+from mcp_server.execution.policy import DEFAULT_TIMEOUT_SECONDS, Policy, load_policy, policy_stage
+from mcp_server.registry.schemas import SchemaRegistry
+from mcp_server.serve.app import build_server
+from mcp_server.serve.tools import ToolSet
 
 from .conftest import exchange, initialize_frame
 
@@ -145,7 +145,7 @@ def test_a_missing_policy_file_is_a_setup_error(tmp_path: Path, registry: Schema
 
 def test_a_served_timeout_is_a_retryable_catalogued_error(registry: SchemaRegistry, tools: ToolSet) -> None:
     """Issue 6: past the tool's timeout the client gets a retryable timeout error."""
-    from mcp_server.tools import Tool
+    from mcp_server.serve.tools import Tool
 
     async def forever(arguments: Any, context: Any) -> dict[str, Any]:
         await asyncio.Event().wait()
@@ -180,7 +180,7 @@ def test_a_gateway_stage_that_cannot_hold_a_call_denies_one_that_needs_approval(
 
 def test_results_are_sanitised_only_when_the_policy_says_so(registry: SchemaRegistry) -> None:
     """Issue 6: forwarded payloads are untouched unless the policy says to sanitise results."""
-    from mcp_server.tools import Tool
+    from mcp_server.serve.tools import Tool
 
     async def leak(arguments: Any, context: Any) -> dict[str, Any]:
         return {"ok": True, "patch": [{"op": "add", "path": "/to", "value": "carol@example.com"}]}
@@ -202,7 +202,7 @@ def test_results_are_sanitised_only_when_the_policy_says_so(registry: SchemaRegi
 
 def test_populate_backend_outside_the_outbound_allowlist_is_denied_and_sends_nothing(registry: SchemaRegistry) -> None:
     """Issue 6: the outbound allowlist governs populate_backend."""
-    from mcp_server.tools.catalog import builtin_tools
+    from mcp_server.serve.tools.catalog import builtin_tools
 
     from .http_backend import http_backend
 

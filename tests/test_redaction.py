@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_server import jsonio
-from mcp_server.redaction import MASK, Redactor
+from mcp_server.core import jsonio
+from mcp_server.execution.redaction import MASK, Redactor
 
 
 def test_key_names_pointers_and_patterns_are_masked_in_a_copy() -> None:

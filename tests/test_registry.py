@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_server import jsonio
-from mcp_server.registry import BUNDLED_SCHEMAS, SchemaError, SchemaRegistry, violations
+from mcp_server.core import jsonio
+from mcp_server.registry.schemas import BUNDLED_SCHEMAS, SchemaError, SchemaRegistry, violations
 
 EXAMPLES = BUNDLED_SCHEMAS / "mcp" / "2026-07-28" / "examples"
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*/*.json"))

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from mcp_server._rows import ACTION, BEGAN, FRAME_ROW, REJECTION, SEEN, RowQueue
-from mcp_server.errors import CanonicalError, Rejection
-from mcp_server.types import Direction, Frame, Message, MessageKind, Reply, Session
+from mcp_server.core.errors import CanonicalError, Rejection
+from mcp_server.core.types import Direction, Frame, Message, MessageKind, Reply, Session
 
 
 class Recorder:

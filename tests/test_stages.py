@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.classify import classify
-from mcp_server.errors import CanonicalError, Rejection
-from mcp_server.json_syntax import parse
-from mcp_server.size_guard import DEFAULT_MAX_FRAME_BYTES, check_size
-from mcp_server.types import MessageKind
+from mcp_server.chain.classify import classify
+from mcp_server.chain.json_syntax import parse
+from mcp_server.chain.size_guard import DEFAULT_MAX_FRAME_BYTES, check_size
+from mcp_server.core.errors import CanonicalError, Rejection
+from mcp_server.core.types import MessageKind
 
 
 def test_size_exactly_at_the_limit_passes_and_one_byte_over_is_rejected() -> None:

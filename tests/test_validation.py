@@ -13,13 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import utils as conjecture_utils
 
-import mcp_server.validation as validation
-from mcp_server import jsonio
-from mcp_server.chain import build_chain
-from mcp_server.errors import CanonicalError, Rejection
-from mcp_server.registry import SchemaRegistry
-from mcp_server.types import Direction, Frame, Handler, Middleware, Reply, Session
-from mcp_server.validation import (
+import mcp_server.offline.validation as validation
+from mcp_server.chain.compose import build_chain
+from mcp_server.core import jsonio
+from mcp_server.core.errors import CanonicalError, Rejection
+from mcp_server.core.types import Direction, Frame, Handler, Middleware, Reply, Session
+from mcp_server.offline.validation import (
     ValidationResult,
     default_registry,
     format_validation_error,
@@ -35,6 +34,7 @@ from mcp_server.validation import (
     validate_required_fields,
     validate_response,
 )
+from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import ROOT, initialize_frame, meta_2026
 

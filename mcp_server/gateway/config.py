@@ -12,9 +12,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..registry import SchemaRegistry
-from ..settings import SetupError, read_config
-from ..types import Direction
+from ..core.settings import SetupError, read_config
+from ..core.types import Direction
+from ..registry.schemas import SchemaRegistry
 
 __all__ = ["GatewayConfig", "Mode"]
 

@@ -10,9 +10,9 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import jsonio
-from ..policy import Policy
-from ..types import RequestId
+from ..core import jsonio
+from ..core.types import RequestId
+from ..execution.policy import Policy
 
 __all__ = ["CallDeadlines"]
 

@@ -26,16 +26,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import jsonio
-from ..approvals import ApprovalBook
-from ..error_boundary import error_reply
-from ..errors import CanonicalError, Rejection
-from ..events import EventLog
-from ..metrics import Metrics
-from ..peer import PeerChannel
-from ..policy import Policy
-from ..registry import SchemaRegistry
-from ..settings import SetupError
+from ..chain.boundary import error_reply
+from ..core import jsonio
+from ..core.errors import CanonicalError, Rejection
+from ..core.settings import SetupError
+from ..core.types import Direction, Frame, Handler, Reply, RequestId, Session
+from ..execution.approvals import ApprovalBook
+from ..execution.policy import Policy
+from ..observe.events import EventLog
+from ..observe.metrics import Metrics
+from ..registry.schemas import SchemaRegistry
+from ..serve.peer import PeerChannel
 from ..transport.http import (
     PostAccepts,
     Receive,
@@ -54,7 +55,6 @@ from ..transport.http import (
     serve_metrics,
     sse_event,
 )
-from ..types import Direction, Frame, Handler, Reply, RequestId, Session
 from .config import GatewayConfig
 from .deadlines import CallDeadlines
 from .run import (

@@ -11,16 +11,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from .. import jsonio
-from ..error_boundary import render_rejection
-from ..errors import CanonicalError, Rejection
-from ..events import note_rejection
-from ..lifecycle import PROTOCOL_VERSION_META
-from ..registry import SchemaRegistry
-from ..types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply
+from ..chain.boundary import render_rejection
+from ..core import jsonio
+from ..core.errors import CanonicalError, Rejection
+from ..core.types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply
+from ..observe.events import note_rejection
+from ..observe.report import ConformanceReport
+from ..registry.schemas import SchemaRegistry
+from ..registry.tools import UpstreamTools
+from ..registry.versions import PROTOCOL_VERSION_META
 from .config import GatewayConfig, Mode
-from .report import ConformanceReport
-from .tools import UpstreamTools
 
 __all__ = ["POLLUTION", "emit", "relay", "track_session", "verdict"]
 

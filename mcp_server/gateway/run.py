@@ -19,27 +19,27 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import jsonio
-from ..approvals import ApprovalBook
-from ..chain import build_chain
-from ..error_boundary import render_rejection
-from ..errors import CanonicalError, Rejection
-from ..events import EventLog
-from ..peer import PeerChannel
-from ..policy import Policy, policy_stage
-from ..registry import SchemaRegistry
-from ..settings import SetupError
+from ..chain.boundary import render_rejection
+from ..chain.compose import build_chain
+from ..core import jsonio
+from ..core.errors import CanonicalError, Rejection
+from ..core.settings import SetupError
+from ..core.types import Direction, Frame, Handler, Message, MessageKind, Reply, RequestId, Session
+from ..execution.approvals import ApprovalBook
+from ..execution.policy import Policy, policy_stage
+from ..observe.events import EventLog
+from ..observe.report import ConformanceReport, render_table
+from ..registry.schemas import SchemaRegistry
+from ..registry.tools import UpstreamTools
+from ..serve.peer import PeerChannel
 from ..transport.http import accepts_event_stream
 from ..transport.ndjson import LineSplitter
 from ..transport.signals import stop_on_signals
 from ..transport.stdio import start_reader
 from ..transport.unix_socket import accept_until_stopped, chunks_of
-from ..types import Direction, Frame, Handler, Message, MessageKind, Reply, RequestId, Session
 from .config import GatewayConfig
 from .deadlines import CallDeadlines
 from .relay import emit, relay, track_session, verdict
-from .report import ConformanceReport, render_table
-from .tools import UpstreamTools
 from .upstream import Upstream
 
 __all__ = [

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 import httpx
 
-from ..lifecycle import PROTOCOL_VERSION_META
-from ..redaction import Redactor
-from ..settings import SetupError
+from ..core.settings import SetupError
+from ..execution.redaction import Redactor
+from ..registry.versions import PROTOCOL_VERSION_META
 from ..transport.ndjson import LineSplitter
 from ..transport.stdio import ChunkReader
 

@@ -22,16 +22,16 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Mu
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..error_boundary import error_reply
-from ..errors import CanonicalError, Rejection
-from ..events import EventLog
-from ..metrics import CONTENT_TYPE, Metrics
-from ..registry import SchemaRegistry
-from ..types import Direction, Frame, Handler, Reply, Session
+from ..chain.boundary import error_reply
+from ..core.errors import CanonicalError, Rejection
+from ..core.types import Direction, Frame, Handler, Reply, Session
+from ..observe.events import EventLog
+from ..observe.metrics import CONTENT_TYPE, Metrics
+from ..registry.schemas import SchemaRegistry
 from .signals import stop_on_signals
 
 if TYPE_CHECKING:
-    from .rest import RestFace
+    from ..serve.rest import RestFace
 
 __all__ = [
     "HttpOptions",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from ..peer import PeerChannel
-from ..types import Frame, Handler, Session
+from ..core.types import Frame, Handler, Session
+from ..serve.peer import PeerChannel
 
 __all__ = ["LineSplitter", "serve_ndjson"]
 

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from ..types import Handler
+from ..core.types import Handler
 from .ndjson import serve_ndjson
 from .signals import stop_on_signals
 

@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..settings import SetupError
-from ..types import Handler
+from ..core.settings import SetupError
+from ..core.types import Handler
 from .ndjson import serve_ndjson
 from .signals import stop_on_signals
 

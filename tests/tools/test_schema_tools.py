@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_server.corpus import load_corpus
-from mcp_server.registry import SchemaRegistry
-from mcp_server.server import build_server
-from mcp_server.settings import Settings, SetupError
-from mcp_server.tools import ToolSet
-from mcp_server.tools.catalog import builtin_tools
-from mcp_server.types import Handler, Session
+from mcp_server.core.settings import Settings, SetupError
+from mcp_server.core.types import Handler, Session
+from mcp_server.registry.schemas import SchemaRegistry
+from mcp_server.serve.app import build_server
+from mcp_server.serve.corpus import load_corpus
+from mcp_server.serve.tools import ToolSet
+from mcp_server.serve.tools.catalog import builtin_tools
 
 from ..conftest import exchange, initialize_frame, server_env
 

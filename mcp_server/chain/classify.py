@@ -1,0 +1,120 @@
+"""Pipeline stage 3: tell request, notification, response and error response apart (JSON-RPC 2.0 §4-5).
+
+Pure core; no I/O. A frame whose shape is wrong is refused with -32600; the id is echoed when
+it is readable, and a would-be notification or response is refused without a reply. A frame that
+came with HTTP headers has its routing headers checked against the body here (-32020).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.errors import CanonicalError, Rejection
+from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Frame, Message, MessageKind
+from .routing_headers import check_routing_headers
+from .stage import CheckStage
+
+__all__ = ["classify", "classify_stage", "is_request_id", "shape_of"]
+
+
+def is_request_id(value: Any) -> bool:
+    """A JSON-RPC id as MCP allows it: a string or an integer, never null, a float or a bool."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _kind(document: Mapping[str, Any]) -> MessageKind:
+    if "method" in document:
+        return REQUEST if "id" in document else NOTIFICATION
+    if "error" in document:
+        return ERROR_RESPONSE
+    if "result" in document:
+        return RESPONSE
+    return REQUEST
+
+
+def shape_of(document: Mapping[str, Any]) -> Message:
+    """The kind the sender meant, before any rule is checked (decides whether to answer)."""
+    rid = document.get("id")
+    return Message(_kind(document), rid if is_request_id(rid) else None)
+
+
+def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, str]]:
+    """Every shape problem: ``{path, msg, rule}``; ``rule`` is a stable slug per check (the library's reason)."""
+    found: list[dict[str, str]] = []
+    if document.get("jsonrpc") != "2.0":
+        found.append({"path": "/jsonrpc", "msg": 'must be the string "2.0"', "rule": "invalid_jsonrpc_version"})
+    if kind is REQUEST or kind is NOTIFICATION:
+        if not isinstance(document.get("method"), str):
+            # No method, result or error at all: not a JSON-RPC message of any kind.
+            rule = "invalid_method" if "method" in document else "unknown_message_kind"
+            found.append({"path": "/method", "msg": "must be a string", "rule": rule})
+        if kind is REQUEST and not is_request_id(document.get("id")):
+            found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
+        if "params" in document and not isinstance(document["params"], dict):
+            found.append({"path": "/params", "msg": "must be an object", "rule": "invalid_params"})
+        for member in ("result", "error"):
+            if member in document:
+                found.append(
+                    {
+                        "path": f"/{member}",
+                        "msg": "not allowed in a request or notification",
+                        "rule": "mixed_message_kind",
+                    }
+                )
+    else:
+        if "result" in document and "error" in document:
+            found.append(
+                {"path": "", "msg": "a response has exactly one of result and error", "rule": "result_and_error"}
+            )
+        rid = document.get("id")
+        if kind is RESPONSE and not is_request_id(rid):
+            found.append({"path": "/id", "msg": "must be a string or an integer", "rule": "invalid_request_id"})
+        if kind is ERROR_RESPONSE and rid is not None and not is_request_id(rid):
+            found.append({"path": "/id", "msg": "must be a string, an integer or null", "rule": "invalid_request_id"})
+        if kind is RESPONSE and not isinstance(document.get("result"), dict):
+            found.append({"path": "/result", "msg": "must be an object", "rule": "invalid_result"})
+        if kind is ERROR_RESPONSE:
+            error = document.get("error")
+            if not isinstance(error, dict):
+                found.append({"path": "/error", "msg": "must be an object", "rule": "invalid_error"})
+            else:
+                code = error.get("code")
+                if not isinstance(code, int) or isinstance(code, bool):
+                    found.append({"path": "/error/code", "msg": "must be an integer", "rule": "invalid_error_code"})
+                if not isinstance(error.get("message"), str):
+                    found.append({"path": "/error/message", "msg": "must be a string", "rule": "invalid_error"})
+    return found
+
+
+def classify(document: Mapping[str, Any]) -> Message:
+    """The message ``document`` is, or ``Rejection(INVALID_ENVELOPE)`` listing every problem."""
+    kind = _kind(document)
+    problems = _problems(document, kind)
+    if problems:
+        raise Rejection(CanonicalError.INVALID_ENVELOPE, sorted(problems, key=lambda p: (p["path"], p["msg"])))
+    if kind is REQUEST or kind is NOTIFICATION:
+        return Message(kind, document.get("id"), document["method"], document.get("params"))
+    rid = document.get("id")
+    return Message(kind, rid if is_request_id(rid) else None)
+
+
+def classify_stage() -> CheckStage:
+    def check(frame: Frame) -> Frame:
+        document = frame.document
+        assert document is not None, "classify runs after json_syntax"
+        try:
+            message = classify(document)
+        except Rejection as rejection:
+            rejection.frame = frame.evolve(message=shape_of(document))
+            raise
+        classified = frame.evolve(message=message)
+        if frame.headers is not None:  # a frame that came with HTTP headers: they route it
+            try:
+                check_routing_headers(message, frame.headers)
+            except Rejection as rejection:
+                rejection.frame = classified
+                raise
+        return classified
+
+    return CheckStage(check)

@@ -1,0 +1,325 @@
+"""The policy engine (one for serve, gateway, /execute and every outbound call) and its chain stage.
+
+Pure and synchronous: decisions are functions of the compiled policy and the frame or call; the
+stage sits after classify and before the schema check. It does no I/O and never executes a tool.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..chain.stage import CheckStage
+from ..core import jsonio
+from ..core.errors import CanonicalError, Rejection
+from ..core.settings import SetupError, read_config
+from ..core.types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId
+from ..registry.schemas import SchemaRegistry
+from .redaction import Redactor
+
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "Globs",
+    "Policy",
+    "ToolRule",
+    "denial",
+    "load_policy",
+    "outbound_reason",
+    "policy_stage",
+]
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+_CACHE_LIMIT = 4096  # distinct names remembered per decision table; cleared whole when full
+
+
+class Globs:
+    """A list of fnmatch globs compiled into one regular expression (``None``: the list is absent)."""
+
+    __slots__ = ("pattern", "present")
+
+    def __init__(self, globs: Iterable[str] | None, *, fold_case: bool = False) -> None:
+        self.present = globs is not None
+        parts = [fnmatch.translate(g.lower() if fold_case else g) for g in globs or ()]
+        self.pattern = re.compile("|".join(parts)) if parts else None
+
+    def matches(self, name: str) -> bool:
+        return self.pattern is not None and self.pattern.match(name) is not None
+
+
+def outbound_reason(url: str, method: str, methods: frozenset[str] | None, domains: Globs) -> str | None:
+    """Why a hop to ``url`` with ``method`` breaks a list of HTTP methods (``None``: any) or of
+    domain globs (absent: any); ``None`` when it keeps to both."""
+    if methods is not None and method.upper() not in methods:
+        return "http_method_not_allowed"
+    if domains.present and not domains.matches((urlsplit(url).hostname or "").lower()):
+        return "domain_not_allowed"
+    return None
+
+
+def _denial(cache: dict[str, str | None], name: str, deny: Globs, allow: Globs, kind: str) -> str | None:
+    """Why ``name`` (a method or a tool) is refused: denied by a glob, or missing from an allow
+    list; ``None`` when it may pass. The decision goes in ``cache`` (the lists never change)."""
+    if deny.matches(name):
+        reason: str | None = f"{kind}_denied"
+    elif allow.present and not allow.matches(name):
+        reason = f"{kind}_not_allowed"
+    else:
+        reason = None
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[name] = reason
+    return reason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRule:
+    """The per-tool settings that apply to one tool (the first ``[[tool]]`` whose glob matches)."""
+
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    approval: bool = False
+    max_argument_bytes: int | None = None
+    max_result_bytes: int | None = None
+
+
+def denial(error: CanonicalError, path: str, msg: str, *, frame: Frame | None = None, **extra: Any) -> Rejection:
+    """A policy refusal: a catalogue member with ``policy_violation: true`` in ``error.data``."""
+    return Rejection(error, [{"path": path, "msg": msg}], extra={"policy_violation": True, **extra}, frame=frame)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """A compiled policy. The empty policy allows everything and redacts the default secrets."""
+
+    method_allow: Globs = field(default_factory=lambda: Globs(None))
+    method_deny: Globs = field(default_factory=lambda: Globs(None))
+    tool_allow: Globs = field(default_factory=lambda: Globs(None))
+    tool_deny: Globs = field(default_factory=lambda: Globs(None))
+    domains: Globs = field(default_factory=lambda: Globs(None))
+    http_methods: frozenset[str] | None = None
+    max_bytes: Mapping[str, int] = field(default_factory=dict)
+    tool_rules: tuple[tuple[Globs, ToolRule], ...] = ()
+    default_rule: ToolRule = ToolRule()
+    approval_deadline_seconds: float = 300.0
+    approval_by_elicitation: bool = True
+    redactor: Redactor = field(default_factory=Redactor.build)
+    sanitise_results: bool = False
+    rule_count: int = 0
+    _methods: dict[str, str | None] = field(default_factory=dict)
+    _tools: dict[str, str | None] = field(default_factory=dict)
+    _rules: dict[str, ToolRule] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> Policy:
+        """Compile a policy document already valid against ``schemas/policy.schema.json``."""
+        methods, tools = document.get("methods", {}), document.get("tools", {})
+        outbound, limits = document.get("outbound", {}), document.get("limits", {})
+        approval, redaction = document.get("approval", {}), document.get("redaction", {})
+        timeout = float(document.get("default_timeout_seconds", DEFAULT_TIMEOUT_SECONDS))
+        default = ToolRule(timeout_seconds=timeout)
+        rules = tuple(
+            (
+                Globs([entry["match"]]),
+                ToolRule(
+                    timeout_seconds=float(entry.get("timeout_seconds", timeout)),
+                    approval=bool(entry.get("approval", False)),
+                    max_argument_bytes=entry.get("max_argument_bytes"),
+                    max_result_bytes=entry.get("max_result_bytes"),
+                ),
+            )
+            for entry in document.get("tool", [])
+        )
+        count = sum(len(part.get(k, ())) for part in (methods, tools) for k in ("allow", "deny"))
+        count += len(outbound.get("domains", ())) + len(outbound.get("methods", ())) + len(limits) + len(rules)
+        return cls(
+            method_allow=Globs(methods.get("allow")),
+            method_deny=Globs(methods.get("deny")),
+            tool_allow=Globs(tools.get("allow")),
+            tool_deny=Globs(tools.get("deny")),
+            domains=Globs(outbound.get("domains"), fold_case=True),
+            http_methods=frozenset(outbound["methods"]) if "methods" in outbound else None,
+            max_bytes={
+                direction: limits[f"{direction}_bytes"]
+                for direction in ("client_to_server", "server_to_client")
+                if f"{direction}_bytes" in limits
+            },
+            tool_rules=rules,
+            default_rule=default,
+            approval_deadline_seconds=float(approval.get("deadline_seconds", 300.0)),
+            approval_by_elicitation=bool(approval.get("elicitation", True)),
+            redactor=Redactor.build(
+                pointers=redaction.get("pointers", ()),
+                keys=redaction.get("keys", ()),
+                patterns=redaction.get("patterns", ()),
+            ),
+            sanitise_results=bool(redaction.get("sanitise_results", False)),
+            rule_count=count,
+        )
+
+    # -- decisions: the reason for a denial, or None ------------------------------------
+
+    def method_denial(self, method: str) -> str | None:
+        cache = self._methods  # per frame: a known name costs one lookup
+        return (
+            cache[method] if method in cache else _denial(cache, method, self.method_deny, self.method_allow, "method")
+        )
+
+    def tool_denial(self, tool: str) -> str | None:
+        cache = self._tools
+        return cache[tool] if tool in cache else _denial(cache, tool, self.tool_deny, self.tool_allow, "tool")
+
+    def rule_for(self, tool: str) -> ToolRule:
+        table = self._rules
+        rule = table.get(tool)
+        if rule is None:
+            rule = next((r for globs, r in self.tool_rules if globs.matches(tool)), self.default_rule)
+            if len(table) >= _CACHE_LIMIT:
+                table.clear()
+            table[tool] = rule
+        return rule
+
+    def outbound_denial(self, url: str, method: str) -> str | None:
+        """Why an outbound HTTP call to ``url`` with ``method`` is refused (every hop of a redirect too)."""
+        return outbound_reason(url, method, self.http_methods, self.domains)
+
+    def check_outbound(self, url: str, method: str) -> None:
+        reason = self.outbound_denial(url, method)
+        if reason is not None:
+            raise denial(CanonicalError.POLICY_DENIED, "/outbound", reason, domain=urlsplit(url).hostname or "")
+
+    def check_call(self, tool: str, argument_bytes: int) -> ToolRule:
+        """The tool is allowed and its arguments within its limit; returns its rule (or raises)."""
+        reason = self.tool_denial(tool)
+        if reason is not None:
+            raise denial(CanonicalError.POLICY_DENIED, "/params/name", reason)
+        rule = self.rule_for(tool)
+        if rule.max_argument_bytes is not None and argument_bytes > rule.max_argument_bytes:
+            raise denial(CanonicalError.POLICY_DENIED, "/params/arguments", "arguments_too_large")
+        return rule
+
+    def check_result(self, tool: str, result_bytes: int) -> None:
+        limit = self.rule_for(tool).max_result_bytes
+        if limit is not None and result_bytes > limit:
+            raise denial(CanonicalError.POLICY_DENIED, "/result", "result_too_large")
+
+    def check_size(self, direction: str, size: int) -> None:
+        """A payload outside the chain (``/execute``) within the policy's size for ``direction``."""
+        limit = self.max_bytes.get(direction)
+        if limit is not None and size > limit:
+            raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", limit=limit)
+
+    def check_limits(self, max_frame_bytes: int) -> None:
+        """Every size the policy sets lies under the global frame limit (or ``SetupError``)."""
+        sizes = [*self.max_bytes.values()]
+        sizes += [s for _, r in self.tool_rules for s in (r.max_argument_bytes, r.max_result_bytes) if s is not None]
+        over = [s for s in sizes if s > max_frame_bytes]
+        if over:
+            raise SetupError(f"policy: a size limit of {over[0]} bytes exceeds the frame limit {max_frame_bytes}")
+
+
+def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
+    """Read and validate a TOML or JSON policy file; a bad file is a ``SetupError`` naming where."""
+    document = read_config(path, what="policy", schema="policy.schema.json", registry=registry)
+    for index, pattern in enumerate(document.get("redaction", {}).get("patterns", [])):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SetupError(
+                f"policy {path}: at /redaction/patterns/{index}: not a regular expression: {exc}"
+            ) from None
+    return Policy.from_document(document)
+
+
+def policy_stage(
+    policy: Policy, *, tool_methods: frozenset[str] = frozenset(), can_hold: Callable[[Frame], bool] | None = None
+) -> CheckStage:
+    """Stage 4: size per direction, method allow/deny, tool allow/deny and argument size.
+
+    ``tool_methods`` are tools a server also answers as methods of their own name; the tool
+    rules govern those calls too. ``can_hold(frame)`` says whether something behind the stage
+    can hold that call for approval (default: yes); where it cannot, a call whose
+    tool needs approval is denied: approval fails closed.
+    """
+    max_bytes = policy.max_bytes
+    inbound = max_bytes.get("client_to_server")
+    outbound = max_bytes.get("server_to_client")
+    method_denial = policy.method_denial
+    result_limits = any(rule.max_result_bytes is not None for _, rule in policy.tool_rules)
+
+    def check(frame: Frame) -> Frame:
+        limit = inbound if frame.direction is CLIENT_TO_SERVER else outbound
+        if limit is not None:
+            size = frame.size if frame.size is not None else len(frame.raw)
+            if size > limit:
+                raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", frame=_answered(frame), limit=limit)
+        message = frame.message
+        if message is None:
+            return frame
+        if message.kind is not REQUEST and message.kind is not NOTIFICATION:
+            if result_limits and message.id is not None:
+                _check_result(policy, frame)
+            return frame
+        method = message.method
+        if method is None:
+            return frame
+        reason = method_denial(method)
+        if reason is not None:
+            raise denial(CanonicalError.POLICY_DENIED, "/method", reason, frame=frame)
+        if method == "tools/call":
+            params = message.params or {}
+            name = params.get("name")
+            if isinstance(name, str):
+                _check_call(policy, name, params.get("arguments"), frame)
+                if can_hold is not None and policy.rule_for(name).approval and not can_hold(frame):
+                    raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable", frame=frame)
+        elif method in tool_methods:
+            _check_call(policy, method, message.params, frame)
+        return frame
+
+    return CheckStage(check)
+
+
+def _check_call(policy: Policy, tool: str, arguments: Any, frame: Frame) -> None:
+    rule = policy.rule_for(tool)
+    limit = rule.max_argument_bytes
+    # The arguments are measured only when the whole frame could be over the tool's limit.
+    size = len(jsonio.dumps(arguments)) if limit is not None and len(frame.raw) > limit else 0
+    try:
+        policy.check_call(tool, size)
+    except Rejection as rejection:
+        rejection.frame = frame
+        raise
+
+
+def _request_key(frame: Frame) -> tuple[Direction, RequestId] | None:
+    """The key of the request a response answers (it went the other way)."""
+    message = frame.message
+    if message is None or message.id is None or message.kind is REQUEST or message.kind is NOTIFICATION:
+        return None
+    return (SERVER_TO_CLIENT if frame.direction is CLIENT_TO_SERVER else CLIENT_TO_SERVER), message.id
+
+
+def _answered(frame: Frame) -> Frame:
+    """A denied response names the request it answered (and settles it): a gateway can then answer
+    that request in its place. Other frames are returned as they are."""
+    key = _request_key(frame)
+    if key is None or frame.message is None:
+        return frame
+    method, _ = frame.session.settle(*key)
+    return frame.evolve(message=frame.message._replace(method=method))
+
+
+def _check_result(policy: Policy, frame: Frame) -> None:
+    """A tool's result within the tool's ``max_result_bytes`` (a gateway sees results as frames)."""
+    key = _request_key(frame)
+    tool = frame.session.pending_tools.get(key) if key is not None else None
+    if tool is None:
+        return
+    limit = policy.rule_for(tool).max_result_bytes
+    size = frame.size if frame.size is not None else len(frame.raw)
+    if limit is not None and size > limit:
+        raise denial(CanonicalError.POLICY_DENIED, "/result", "result_too_large", frame=_answered(frame))

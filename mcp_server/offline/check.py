@@ -1,0 +1,608 @@
+"""``mcp-server check CAPTURE``: lint a recorded MCP session offline, by the chain's own rules.
+
+The capture is read line by line and never whole: memory stays flat in its size (counters, and a
+bounded number of examples per rule). The only I/O is reading the capture and writing the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from ..chain.classify import classify, shape_of
+from ..chain.json_syntax import parse
+from ..chain.schema_check import check_message, governing_version
+from ..core import jsonio
+from ..core.errors import CanonicalError, Rejection
+from ..core.types import (
+    CLIENT_TO_SERVER,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    SERVER_TO_CLIENT,
+    Direction,
+    Message,
+    Session,
+)
+from ..observe.report import nested
+from ..registry.schemas import SchemaRegistry
+from ..registry.tools import UpstreamTools
+from .validation import default_registry, error_code_problem
+
+__all__ = [
+    "EXAMPLES_PER_RULE",
+    "RULES",
+    "CaptureError",
+    "CheckReport",
+    "SessionCheck",
+    "add_check_arguments",
+    "check_capture",
+    "main_check",
+    "render_json",
+    "render_junit",
+    "render_text",
+    "run_check",
+]
+
+EXAMPLES_PER_RULE = 5
+"""Violations kept whole per rule (with line, direction, method, tool, id and paths); the rest are counted."""
+
+ERRORS_PER_EXAMPLE = 10
+
+RULES = (
+    CanonicalError.PARSE_ERROR.slug,
+    CanonicalError.INVALID_ENVELOPE.slug,
+    CanonicalError.NOT_INITIALIZED.slug,
+    CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug,
+    CanonicalError.METHOD_NOT_FOUND.slug,
+    CanonicalError.INVALID_PARAMS.slug,
+    CanonicalError.UNKNOWN_RESPONSE_ID.slug,
+    CanonicalError.INVALID_TOOL_INPUT.slug,
+    CanonicalError.INVALID_TOOL_OUTPUT.slug,
+    "invalid_tool_schema",
+    "tool_definition_changed",
+    "invalid_error_code",
+)
+"""Every rule the check applies: the chain's catalogue slugs, and the gateway's tool rules."""
+
+_DIRECTIONS = {d.value: d for d in Direction}
+_JSON_RPC_MEMBERS = ("jsonrpc", "method", "id", "result", "error")
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class CaptureError(Exception):
+    """The capture cannot be read as one (exit 2): ``reason`` is a slug, ``detail`` names the place."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class CheckReport:
+    """Counters and bounded examples: frames per direction and method, violations per rule, method, tool."""
+
+    def __init__(self, capture: str) -> None:
+        self.capture = capture
+        self.protocol_version: str | None = None
+        self.lines = 0
+        self.skipped = 0
+        self.frames: Counter[tuple[str, str]] = Counter()
+        self.violations: Counter[str] = Counter()
+        self.by_method: Counter[tuple[str, str]] = Counter()
+        self.by_tool: Counter[tuple[str, str]] = Counter()
+        self.examples: dict[str, list[dict[str, Any]]] = {}
+
+    def violation(
+        self,
+        rule: str,
+        *,
+        line: int,
+        direction: Direction | None,
+        method: str | None = None,
+        tool: str | None = None,
+        request_id: Any = None,
+        errors: Iterable[Mapping[str, Any]] = (),
+    ) -> None:
+        self.violations[rule] += 1
+        self.by_method[(rule, method or "(none)")] += 1
+        if tool is not None:
+            self.by_tool[(rule, tool)] += 1
+        examples = self.examples.setdefault(rule, [])
+        if len(examples) < EXAMPLES_PER_RULE:
+            listed = []
+            for entry in errors:
+                listed.append({key: entry[key] for key in ("path", "msg", "keyword") if key in entry})
+                if len(listed) >= ERRORS_PER_EXAMPLE:
+                    break
+            examples.append(
+                {
+                    "line": line,
+                    "rule": rule,
+                    "direction": None if direction is None else direction.value,
+                    "method": method,
+                    "tool": tool,
+                    "id": request_id,
+                    "errors": listed,
+                }
+            )
+
+    @property
+    def total(self) -> int:
+        return sum(self.violations.values())
+
+    def to_document(self) -> dict[str, Any]:
+        frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
+        return {
+            "capture": self.capture,
+            "ok": not self.violations,
+            "protocol_version": self.protocol_version,
+            "lines": self.lines,
+            "skipped_lines": self.skipped,
+            "frames": frames,
+            "violations": dict(sorted(self.violations.items())),
+            "violations_by_method": per_method,
+            "violations_by_tool": per_tool,
+            "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
+        }
+
+
+_OPPOSITE = {CLIENT_TO_SERVER: SERVER_TO_CLIENT, SERVER_TO_CLIENT: CLIENT_TO_SERVER}
+
+
+class SessionCheck:
+    """One recorded session, followed frame by frame as the chain would see it.
+
+    The negotiated version comes from the ``initialize`` result (or a request's
+    ``_meta["io.modelcontextprotocol/protocolVersion"]`` under a stateless version), unless forced;
+    requests are matched to responses by id; tools learnt from ``tools/list`` results check later
+    ``tools/call`` arguments and results. Frames without a recorded direction get the direction of
+    the side that sends their method (per the schemas' method tables), a response the opposite of
+    the request it answers.
+    """
+
+    def __init__(
+        self,
+        registry: SchemaRegistry,
+        report: CheckReport,
+        *,
+        version: str | None = None,
+        allow_codes: Sequence[tuple[int, int]] = (),
+    ) -> None:
+        self.registry = registry
+        self.report = report
+        self.session = Session(session_id="capture")
+        self.tools = UpstreamTools(registry)
+        self.forced = version
+        self.allow_codes = tuple(allow_codes)
+        if version is not None:
+            self.session.protocol_version = report.protocol_version = version
+        # Who sends each method, per version and over every version (before one is known):
+        # None when both sides may (ping, notifications/progress, …).
+        protocols = registry.protocols.values()
+        self._sides: dict[str | None, tuple[dict[str, Direction | None], dict[str, Direction | None]]] = {
+            None: (self._senders(p.requests for p in protocols), self._senders(p.notifications for p in protocols))
+        }
+        for p in protocols:
+            self._sides[p.version] = (self._senders([p.requests]), self._senders([p.notifications]))
+        self._wrapped = False
+        self._run_mode: str | None = None  # ``serve`` or ``gateway``, when the capture is this project's run log
+
+    @staticmethod
+    def _senders(tables: Iterable[Mapping[tuple[Direction, str], str]]) -> dict[str, Direction | None]:
+        seen: dict[str, set[Direction]] = {}
+        for table in tables:
+            for direction, method in table:
+                seen.setdefault(method, set()).add(direction)
+        return {method: next(iter(sides)) if len(sides) == 1 else None for method, sides in seen.items()}
+
+    def line(self, number: int, raw: bytes) -> None:
+        """One line of the capture: a raw frame, or ``{"direction", "frame"}`` (a wrapper or a run-log event)."""
+        try:
+            document = parse(raw)
+        except Rejection as rejection:
+            if rejection.error is CanonicalError.PARSE_ERROR:
+                self._refuse_non_utf8(number, raw)
+            self.report.violation(rejection.error.slug, line=number, direction=None, errors=rejection.errors)
+            self.report.frames["(unknown)", "(not json-rpc)"] += 1
+            return
+        direction = None
+        if "frame" in document:
+            self._wrapped = True
+            stated = document.get("direction")
+            direction = _DIRECTIONS.get(stated) if isinstance(stated, str) else None
+            frame = document["frame"]
+            if not isinstance(frame, dict):
+                try:
+                    frame = parse(frame.encode() if isinstance(frame, str) else jsonio.dumps(frame))
+                except Rejection as rejection:
+                    self.report.violation(
+                        rejection.error.slug, line=number, direction=direction, errors=rejection.errors
+                    )
+                    self.report.frames[direction or "(unknown)", "(not json-rpc)"] += 1
+                    return
+            document = frame
+        elif _is_own_event(document):
+            self._recorded(number, document)
+            return
+        elif (self._wrapped or "event" in document) and not any(member in document for member in _JSON_RPC_MEMBERS):
+            self.report.skipped += 1  # a run-log event that carries no frame
+            return
+        self.frame(number, document, direction)
+
+    def _recorded(self, number: int, event: Mapping[str, Any]) -> None:
+        """An event of this project's own run log: it holds no frame, but the run's verdict on one.
+
+        A gateway's violations are its ``violation`` events (one per rule broken, tool rules
+        included); a server's are its refused frames. Either way, what the run found is reported."""
+        kind, direction = event.get("event"), _DIRECTIONS.get(str(event.get("direction")))
+        if kind == "start":
+            detail = event.get("detail")
+            self._run_mode = detail.get("mode") if isinstance(detail, Mapping) else None
+        if kind != "frame" and not (kind == "violation" and self._run_mode == "gateway"):
+            self.report.skipped += 1
+            return
+        method = event.get("method") if isinstance(event.get("method"), str) else None
+        if kind == "frame":
+            side = direction.value if direction is not None else "(unknown)"
+            self.report.frames[side, method or "(unknown request)"] += 1
+            if isinstance(event.get("protocol_version"), str):
+                self.report.protocol_version = event["protocol_version"]
+        error = event.get("error")
+        if not isinstance(error, Mapping) or (kind == "frame" and self._run_mode == "gateway"):
+            return
+        tool = event.get("tool_id")
+        self.report.violation(
+            str(event.get("rule") or error.get("code")),
+            line=number,
+            direction=direction,
+            method=method,
+            tool=tool if isinstance(tool, str) else None,
+            request_id=event.get("request_id"),
+            errors=[entry for entry in error.get("details") or () if isinstance(entry, Mapping)],
+        )
+
+    @staticmethod
+    def _refuse_non_utf8(number: int, raw: bytes) -> None:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CaptureError("not_utf8", f"line {number}, byte {exc.start}: not UTF-8") from None
+
+    def frame(self, number: int, document: Mapping[str, Any], direction: Direction | None) -> None:
+        """One parsed frame through classify and the schema check, then the session's bookkeeping."""
+        report = self.report
+        session = self.session
+        try:
+            message = classify(document)
+        except Rejection as rejection:
+            shape = shape_of(document)
+            method = document.get("method")
+            method = method if isinstance(method, str) else None
+            direction = direction or self._infer(shape._replace(method=method))
+            report.frames[direction, method or "(not json-rpc)"] += 1
+            report.violation(
+                rejection.error.slug,
+                line=number,
+                direction=direction,
+                method=method,
+                request_id=shape.id,
+                errors=rejection.errors,
+            )
+            return
+        kind = message.kind
+        if direction is None:
+            direction = self._infer(message)
+        tool = None
+        if kind is REQUEST or kind is NOTIFICATION:
+            method = message.method
+            if method == "tools/call" and type(message.params) is dict:  # parsed JSON: a dict, never a subclass
+                name = message.params.get("name")
+                tool = name if isinstance(name, str) else None
+        elif message.id is not None:
+            key = (_OPPOSITE[direction], message.id)
+            method = session.pending.get(key)
+            tool = session.pending_tools.get(key)
+            message = Message(kind, message.id, method)
+        else:
+            method = None
+        # Keyed by the Direction itself (a str): its ``.value`` is a descriptor call per frame.
+        report.frames[direction, method or "(unknown request)"] += 1
+        passed = True
+        version: str | None = None
+        try:
+            version = governing_version(self.registry, message, direction=direction, session=session, tools=self.tools)
+            check_message(
+                self.registry,
+                document,
+                message,
+                version=version,
+                direction=direction,
+                session=session,
+                tools=self.tools,
+            )
+        except Rejection as rejection:
+            passed = False
+            report.violation(
+                rejection.error.slug,
+                line=number,
+                direction=direction,
+                method=method,
+                tool=tool,
+                request_id=message.id,
+                errors=rejection.errors,
+            )
+        if kind is REQUEST:
+            if message.id is not None and method is not None:
+                session.expect_reply(direction, message.id, method, tool)
+            if passed and session.protocol_version is None and version in self.registry.stateless_versions:
+                # A stateless version named in _meta governs the session from here (2026-07-28).
+                session.protocol_version = report.protocol_version = version
+        elif kind is NOTIFICATION:
+            if method == "notifications/initialized" and session.protocol_version is not None:
+                session.initialized = True
+        elif kind is RESPONSE:
+            if method == "initialize":
+                self._negotiated(number, direction, document, message)
+            elif method == "tools/list":
+                self._learn_tools(number, direction, document, message)
+        elif passed and version is not None:
+            code = document["error"]["code"]
+            why = error_code_problem(self.registry, version, code, self.allow_codes)
+            if why is not None:
+                report.violation(
+                    "invalid_error_code",
+                    line=number,
+                    direction=direction,
+                    method=method,
+                    tool=tool,
+                    request_id=message.id,
+                    errors=[{"path": "/error/code", "msg": f"{code}: {why}"}],
+                )
+
+    def _infer(self, message: Message) -> Direction:
+        """The sender of a frame recorded without its direction (best effort: a wrapped capture is exact)."""
+        kind = message.kind
+        pending = self.session.pending
+        if kind is REQUEST or kind is NOTIFICATION:
+            requests, notifications = self._sides.get(self.session.protocol_version) or self._sides[None]
+            method = message.method or ""
+            side = (requests if kind is REQUEST else notifications).get(method)
+            if side is not None:
+                return side
+            params = message.params if isinstance(message.params, Mapping) else {}
+            if method == "notifications/progress":  # from the side that answers the request it reports on
+                token = params.get("progressToken")
+                return (
+                    CLIENT_TO_SERVER
+                    if (SERVER_TO_CLIENT, token) in pending and (CLIENT_TO_SERVER, token) not in pending
+                    else SERVER_TO_CLIENT
+                )
+            if method == "notifications/cancelled":  # from the side that sent the request
+                rid = params.get("requestId")
+                return (
+                    SERVER_TO_CLIENT
+                    if (SERVER_TO_CLIENT, rid) in pending and (CLIENT_TO_SERVER, rid) not in pending
+                    else CLIENT_TO_SERVER
+                )
+            return CLIENT_TO_SERVER
+        if (CLIENT_TO_SERVER, message.id) in pending:
+            return SERVER_TO_CLIENT
+        if (SERVER_TO_CLIENT, message.id) in pending:
+            return CLIENT_TO_SERVER
+        return SERVER_TO_CLIENT
+
+    def _negotiated(self, number: int, direction: Direction, document: Mapping[str, Any], message: Message) -> None:
+        if self.forced is not None:
+            return
+        offered = document["result"].get("protocolVersion")
+        if offered in self.registry.protocols:
+            self.session.protocol_version = self.report.protocol_version = offered
+            return
+        self.report.violation(
+            CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug,
+            line=number,
+            direction=direction,
+            method="initialize",
+            request_id=message.id,
+            errors=[{"path": "/result/protocolVersion", "msg": f"{offered!r} is not a bundled version"}],
+        )
+        # Checked against the newest handshake version from here: better than not at all.
+        self.session.protocol_version = self.report.protocol_version = self.registry.latest_handshake
+
+    def _learn_tools(self, number: int, direction: Direction, document: Mapping[str, Any], message: Message) -> None:
+        listed = document["result"].get("tools")
+        if not isinstance(listed, list):
+            return
+        outcome = self.tools.learn(listed)
+        found = [
+            ("tool_definition_changed", name, [{"path": op["path"], "msg": op["op"]} for op in patch])
+            for name, patch in outcome.changed
+        ] + [("invalid_tool_schema", name, [{"path": "", "msg": why}]) for name, why in outcome.invalid]
+        for rule, name, errors in found:
+            self.report.violation(
+                rule,
+                line=number,
+                direction=direction,
+                method="tools/list",
+                tool=name,
+                request_id=message.id,
+                errors=errors,
+            )
+
+
+def _is_own_event(document: Mapping[str, Any]) -> bool:
+    """An event of this project's run log (``schemas/log-event.schema.json``) that carries no frame."""
+    metadata = document.get("metadata")
+    return (
+        "event" in document
+        and "frame" not in document
+        and isinstance(metadata, Mapping)
+        and "schemaVersion" in metadata
+    )
+
+
+def _open(path: Path) -> IO[bytes]:
+    try:
+        if path.is_dir():
+            raise CaptureError("is_a_directory", f"{path}: is a directory, not a capture file")
+        return path.open("rb", buffering=1 << 20)
+    except FileNotFoundError:
+        raise CaptureError("not_found", f"{path}: no such file") from None
+    except PermissionError:
+        raise CaptureError("not_readable", f"{path}: permission denied") from None
+    except OSError as exc:
+        raise CaptureError("io_error", f"{path}: {exc.strerror or exc}") from None
+
+
+def check_capture(
+    path: Path,
+    *,
+    registry: SchemaRegistry | None = None,
+    version: str | None = None,
+    allow_codes: Sequence[tuple[int, int]] = (),
+) -> CheckReport:
+    """Check every frame of the capture at ``path``; ``CaptureError`` when it cannot be read as one."""
+    registry = registry or default_registry()
+    if version is not None and version not in registry.protocols:
+        raise CaptureError("unknown_version", f"{version}: not a bundled version ({', '.join(registry.versions)})")
+    report = CheckReport(str(path))
+    checker = SessionCheck(registry, report, version=version, allow_codes=allow_codes)
+    check_line = checker.line
+    lines = 0
+    handle = _open(path)
+    try:
+        with handle:
+            for lines, raw in enumerate(handle, 1):
+                if lines == 1 and raw.startswith(_UTF8_BOM):
+                    raw = raw[len(_UTF8_BOM) :]
+                if raw.isspace() or not raw:
+                    report.skipped += 1
+                    continue
+                check_line(lines, raw)
+    except OSError as exc:
+        raise CaptureError("io_error", f"{path}: {exc.strerror or exc}") from None
+    report.lines = lines
+    if lines == report.skipped:
+        raise CaptureError("empty_capture", f"{path}: no frames to check")
+    return report
+
+
+def _example_line(example: Mapping[str, Any]) -> str:
+    where = " ".join(
+        str(part)
+        for part in (
+            example.get("direction") or "?",
+            example.get("method") or "",
+            f"tool={example['tool']}" if example.get("tool") else "",
+            f"id={example['id']}" if example.get("id") is not None else "",
+        )
+        if part
+    )
+    errors = "; ".join(f"{e.get('path') or '/'}: {e.get('msg')}" for e in example.get("errors", ()))
+    return " ".join(f"line {example['line']}: {where} {errors}".split())
+
+
+def render_text(document: Mapping[str, Any]) -> str:
+    total = sum(document["violations"].values())
+    frames = sum(sum(methods.values()) for methods in document["frames"].values())
+    lines = [
+        f"mcp-server check {document['capture']}: protocol {document['protocol_version'] or 'unknown'}, "
+        f"{frames} frames in {document['lines']} lines ({document['skipped_lines']} skipped)"
+    ]
+    for direction, methods in document["frames"].items():
+        detail = ", ".join(f"{method}={count}" for method, count in methods.items())
+        lines.append(f"  frames {direction}: {sum(methods.values())} ({detail})")
+    for rule, count in document["violations"].items():
+        methods = ", ".join(f"{m}={c}" for m, c in document["violations_by_method"].get(rule, {}).items())
+        tools = ", ".join(f"{t}={c}" for t, c in document["violations_by_tool"].get(rule, {}).items())
+        lines.append(f"  {rule}: {count} (methods: {methods}{'; tools: ' + tools if tools else ''})")
+        lines.extend(f"    {_example_line(example)}" for example in document["examples"].get(rule, ()))
+    lines.append(f"result: {total} violation{'s' if total != 1 else ''}" if total else "result: clean")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(document: Mapping[str, Any]) -> str:
+    return jsonio.dumps_pretty(document).decode()
+
+
+def render_junit(document: Mapping[str, Any]) -> str:
+    """JUnit XML: one testcase per rule, a failure listing its examples when the rule was broken."""
+    rules = list(RULES) + sorted(rule for rule in document["violations"] if rule not in RULES)
+    failures = sum(1 for rule in rules if document["violations"].get(rule))
+    suites = ET.Element("testsuites", tests=str(len(rules)), failures=str(failures), errors="0")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"mcp-server check {document['capture']}",
+        tests=str(len(rules)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+    )
+    properties = ET.SubElement(suite, "properties")
+    ET.SubElement(properties, "property", name="protocol_version", value=str(document["protocol_version"]))
+    ET.SubElement(properties, "property", name="lines", value=str(document["lines"]))
+    for rule in rules:
+        case = ET.SubElement(suite, "testcase", classname="mcp-server.check", name=rule)
+        count = document["violations"].get(rule, 0)
+        if count:
+            failure = ET.SubElement(
+                case, "failure", type=rule, message=f"{count} violation{'s' if count != 1 else ''} of {rule}"
+            )
+            failure.text = "\n".join(_example_line(example) for example in document["examples"].get(rule, ()))
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+_RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
+
+
+def _code_range(text: str) -> tuple[int, int]:
+    low, sep, high = text.partition(":")
+    try:
+        return (int(low), int(high)) if sep else (int(low), int(low))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CODE or LOW:HIGH (integers)") from None
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("capture", help="NDJSON frames, {direction, frame} lines, or a run log")
+    parser.add_argument("--format", choices=sorted(_RENDERERS), default="text", help="report format (text)")
+    parser.add_argument(
+        "--version", dest="protocol_version", metavar="V", help="check against V instead of the negotiated version"
+    )
+    parser.add_argument(
+        "--allow-error-codes",
+        dest="allow_codes",
+        metavar="LOW:HIGH",
+        type=_code_range,
+        action="append",
+        default=[],
+        help="error codes accepted besides JSON-RPC's, the server range and the spec's (repeatable)",
+    )
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Exit 0 clean, 1 violations, 2 when the capture cannot be read (``mcp:error`` on stderr)."""
+    try:
+        report = check_capture(Path(args.capture), version=args.protocol_version, allow_codes=args.allow_codes)
+    except CaptureError as exc:
+        detail = " ".join(exc.detail.split())
+        sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")
+        return 2
+    sys.stdout.write(_RENDERERS[args.format](report.to_document()))
+    sys.stdout.flush()
+    return 1 if report.violations else 0
+
+
+def main_check(argv: Sequence[str]) -> int:
+    """``mcp-server check`` as its own program (the CLI hands it its parsed arguments instead)."""
+    parser = argparse.ArgumentParser(prog="mcp-server check", description="validate a recorded MCP session")
+    add_check_arguments(parser)
+    return run_check(parser.parse_args(list(argv)))

@@ -1,0 +1,378 @@
+"""SchemaRegistry: every schema the project validates against, compiled once at start-up.
+
+Read-only after construction, except the fingerprint-keyed cache that compiles a tool I/O
+schema on first sight. ``$ref`` resolves only against schemas indexed here: never a fetch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import jsonschema_rs
+
+from ..core import jsonio
+from ..core.types import Direction
+
+__all__ = [
+    "BUNDLED_SCHEMAS",
+    "ProtocolSchema",
+    "SchemaError",
+    "SchemaRegistry",
+    "ToolIO",
+    "Validator",
+    "pointer",
+    "violations",
+]
+
+BUNDLED_SCHEMAS = Path(__file__).parent.parent / "schemas"
+"""The schemas shipped inside the package: ``mcp/<version>/schema.json`` and the project's own (in a
+checkout, a link to the repository's top-level ``schemas/``)."""
+
+MAX_VIOLATIONS = 100
+"""Cap on the violations listed for one instance; a hostile frame cannot make the reply huge."""
+
+Validator = Any  # jsonschema_rs.Validator; the extension ships no usable stub for mypy
+
+
+class SchemaError(Exception):
+    """A schema that cannot be used: unreadable, invalid against its meta-schema, or whose
+    ``$ref`` does not resolve locally. Raised at start-up, naming the schema and the ref."""
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise SchemaError(f"remote $ref not allowed: {uri} (only locally indexed schemas resolve)")
+
+
+def _escape(token: object) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def pointer(tokens: Iterable[object]) -> str:
+    """RFC 6901 JSON pointer for a sequence of reference tokens (``""`` is the root)."""
+    return "".join("/" + _escape(t) for t in tokens)
+
+
+def violations(validator: Validator, instance: Any, *, prefix: str = "") -> list[dict[str, Any]]:
+    """Every violation of ``instance``: ``{path, msg, keyword, schemaPath}``, sorted, capped.
+
+    ``path`` is an absolute RFC 6901 pointer (``prefix`` is prepended, for a sub-document);
+    ``msg`` is the validator's own sentence and stays inside ``error.data``.
+    """
+    if validator.is_valid(instance):  # the common case, and the fastest path through jsonschema-rs
+        return []
+    found: list[dict[str, Any]] = []
+    for error in validator.iter_errors(instance):
+        found.append(
+            {
+                "path": prefix + pointer(error.instance_path),
+                "msg": error.message,
+                "keyword": error.kind.name,
+                "schemaPath": pointer(error.schema_path),
+            }
+        )
+        if len(found) >= MAX_VIOLATIONS:
+            break
+    found.sort(key=lambda v: (v["path"], v["msg"]))
+    return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolIO:
+    """A tool's compiled input and output validators (shared by fingerprint)."""
+
+    tool_id: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None
+    input: Validator
+    output: Validator | None
+
+
+def _meta_check(schema: Any, name: str) -> None:
+    if not isinstance(schema, (dict, bool)):
+        raise SchemaError(f"{name}: a schema must be an object or a boolean")
+    try:
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        where = pointer(exc.instance_path) or "/"
+        raise SchemaError(f"{name}: invalid against its meta-schema at {where}: {exc.message}") from None
+    except jsonschema_rs.ReferencingError as exc:
+        raise SchemaError(f"{name}: unknown meta-schema: {exc}") from None
+
+
+def _compile(schema: Any, name: str, **options: Any) -> Validator:
+    try:
+        return jsonschema_rs.validator_for(schema, retriever=_refuse_remote, **options)
+    except jsonschema_rs.ReferencingError as exc:
+        raise SchemaError(f"{name}: unresolvable $ref: {exc}") from None
+    except ValueError as exc:  # jsonschema-rs reports resolution and schema faults as ValueError
+        raise SchemaError(f"{name}: cannot compile: {exc}") from None
+
+
+def _refs(document: Any) -> Iterator[str]:
+    """Every ``$ref`` value in a schema document."""
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value.split("#", 1)[0] or value
+            else:
+                yield from _refs(value)
+    elif isinstance(document, list):
+        for item in document:
+            yield from _refs(item)
+
+
+class ProtocolSchema:
+    """One MCP protocol version: its definitions, methods and compiled validators.
+
+    Method tables come from the schema itself (the ``ClientRequest``/``ServerRequest``/…
+    unions and each definition's ``method`` const), never from a hand-written list.
+    """
+
+    def __init__(self, version: str, document: Mapping[str, Any], path: Path) -> None:
+        self.version = version
+        self.path = path
+        self.document = document
+        self.defs_key = "$defs" if "$defs" in document else "definitions"
+        self.definitions: Mapping[str, Any] = document[self.defs_key]
+        self.uri = f"urn:mcp:schema:{version}"
+        self.stateless = "InitializeRequest" not in self.definitions
+        self._registry = jsonschema_rs.Registry([(self.uri, dict(document))], retriever=_refuse_remote)
+        requests: dict[tuple[Direction, str], str] = {}
+        notifications: dict[tuple[Direction, str], str] = {}
+        sides = {
+            "ClientRequest": (Direction.CLIENT_TO_SERVER, requests),
+            "ServerRequest": (Direction.SERVER_TO_CLIENT, requests),
+            "ClientNotification": (Direction.CLIENT_TO_SERVER, notifications),
+            "ServerNotification": (Direction.SERVER_TO_CLIENT, notifications),
+        }
+        for union, (direction, table) in sides.items():
+            for name in self._members(union):
+                method = self._method_const(name)
+                if method is not None:
+                    table[(direction, method)] = name
+        self.requests: Mapping[tuple[Direction, str], str] = MappingProxyType(requests)
+        self.notifications: Mapping[tuple[Direction, str], str] = MappingProxyType(notifications)
+        self.request_methods = frozenset(m for _, m in requests)
+        self.notification_methods = frozenset(m for _, m in notifications)
+        # Compiled once: one validator per request and notification definition, one per
+        # result keyed by the method it answers, and the envelopes.
+        self._by_ref: dict[str, Validator] = {}
+        self._validators: dict[str, Validator] = {}
+        for name in {*requests.values(), *notifications.values()}:
+            self._validators[name] = self._ref_validator(f"#/{self.defs_key}/{name}")
+        self._results: dict[str, Validator] = {}
+        self._result_required: dict[str, frozenset[str]] = {}
+        for name in set(requests.values()):
+            method = self._method_const(name) or name
+            ref = self._result_ref(name)
+            self._results[method] = self._ref_validator(ref)
+            result_def = self._result_definition(ref)
+            self._result_required[method] = frozenset(result_def.get("required", ()))
+        self.error_response_def = (
+            "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in self.definitions else "JSONRPCError"
+        )
+        self.result_response_def = (
+            "JSONRPCResultResponse" if "JSONRPCResultResponse" in self.definitions else "JSONRPCResponse"
+        )
+        for name in ("JSONRPCRequest", "JSONRPCNotification", self.result_response_def, self.error_response_def):
+            self._validators[name] = self._ref_validator(f"#/{self.defs_key}/{name}")
+
+    def _members(self, union: str) -> list[str]:
+        definition = self.definitions.get(union)
+        if definition is None:
+            return []
+        refs = [item["$ref"] for item in definition.get("anyOf", ()) if "$ref" in item]
+        if not refs:
+            return [union] if self._method_const(union) else []
+        return [ref.rsplit("/", 1)[-1] for ref in refs]
+
+    def _method_const(self, name: str) -> str | None:
+        method = self.definitions.get(name, {}).get("properties", {}).get("method", {})
+        const = method.get("const")
+        return const if isinstance(const, str) else None
+
+    def _result_ref(self, request_name: str) -> str:
+        stem = request_name.removesuffix("Request")
+        if f"{stem}ResultResponse" in self.definitions:  # 2026-07-28: may be an InputRequiredResult
+            return f"#/{self.defs_key}/{stem}ResultResponse/properties/result"
+        for candidate in (f"{stem}Result", "EmptyResult", "Result"):
+            if candidate in self.definitions:
+                return f"#/{self.defs_key}/{candidate}"
+        raise SchemaError(f"{self.path}: no result definition for {request_name}")
+
+    def _result_definition(self, ref: str) -> Mapping[str, Any]:
+        name = ref.split("/")[2].removesuffix("Response")  # XResultResponse → XResult
+        definition: Mapping[str, Any] = self.definitions.get(name, {})
+        while "$ref" in definition and "properties" not in definition:  # EmptyResult → Result
+            definition = self.definitions.get(definition["$ref"].rsplit("/", 1)[-1], {})
+        return definition
+
+    def result_required(self, method: str) -> frozenset[str]:
+        """Fields the version requires in the result of ``method`` (``resultType``, ``ttlMs``, …)."""
+        return self._result_required.get(method, frozenset())
+
+    def _ref_validator(self, ref: str) -> Validator:
+        validator = self._by_ref.get(ref)
+        if validator is None:
+            wrapper = {"$schema": self.document.get("$schema"), "$ref": self.uri + ref}
+            validator = self._by_ref[ref] = _compile(wrapper, f"{self.path}{ref}", registry=self._registry)
+        return validator
+
+    def definition_validator(self, name: str) -> Validator:
+        """A validator for any definition (compiled on demand for the rarer ones)."""
+        validator = self._validators.get(name)
+        if validator is None:
+            if name not in self.definitions:
+                raise KeyError(name)
+            validator = self._validators[name] = self._ref_validator(f"#/{self.defs_key}/{name}")
+        return validator
+
+    def request_validator(self, direction: Direction, method: str) -> Validator | None:
+        name = self.requests.get((direction, method))
+        return None if name is None else self._validators[name]
+
+    def notification_validator(self, direction: Direction, method: str) -> Validator | None:
+        name = self.notifications.get((direction, method))
+        return None if name is None else self._validators[name]
+
+    def result_validator(self, method: str) -> Validator | None:
+        """Validator for the ``result`` member of a response to ``method``."""
+        return self._results.get(method)
+
+    def envelope_validator(self, name: str) -> Validator:
+        return self._validators[name]
+
+
+class SchemaRegistry:
+    """The start-up registry: bundled MCP versions, the project's schemas and configured roots."""
+
+    def __init__(self, *, mcp_dir: Path | None = None, roots: Sequence[Path] = ()) -> None:
+        mcp_dir = BUNDLED_SCHEMAS / "mcp" if mcp_dir is None else mcp_dir
+        self.mcp_dir = mcp_dir
+        protocols: dict[str, ProtocolSchema] = {}
+        for path in sorted(mcp_dir.glob("*/schema.json")):
+            version = path.parent.name
+            protocols[version] = ProtocolSchema(version, self._read(path), path)
+        if not protocols:
+            raise SchemaError(f"{mcp_dir}: no MCP schemas (expected <version>/schema.json)")
+        self.protocols: Mapping[str, ProtocolSchema] = MappingProxyType(protocols)
+        self.versions: tuple[str, ...] = tuple(protocols)
+        self.handshake_versions = tuple(v for v, p in protocols.items() if not p.stateless)
+        self.stateless_versions = tuple(v for v, p in protocols.items() if p.stateless)
+        self.latest: str = self.versions[-1]
+        self.latest_handshake: str = self.handshake_versions[-1]
+        self._compiled: dict[str, Validator] = {}
+        self._tool_io: dict[str, ToolIO] = {}
+        # Configured roots: every $id is indexed and every schema compiled now, so a ref that
+        # does not resolve locally fails start-up instead of a request.
+        self.roots = tuple(roots)
+        self._documents: dict[str, Any] = {}
+        self._files: dict[Path, tuple[str, Any]] = {}
+        resources: list[tuple[str, Any]] = []
+        for root in self.roots:
+            for path in self._schema_files(root):
+                document = self._read(path)
+                uri = path.resolve().as_uri()
+                resources.append((uri, document))
+                self._files[path.resolve()] = (uri, document)
+                if isinstance(document, dict) and isinstance(document.get("$id"), str):
+                    resources.append((document["$id"], document))
+                    self._documents[document["$id"]] = document
+        self._root_registry = self._index(resources) if resources else None
+        for path, (uri, document) in self._files.items():
+            _meta_check(document, str(path))
+            self.compile(document, base_uri=uri, name=str(path))
+
+    def _index(self, resources: list[tuple[str, Any]]) -> Any:
+        try:
+            return jsonschema_rs.Registry(resources, retriever=_refuse_remote)
+        except (ValueError, jsonschema_rs.ReferencingError) as exc:
+            # Name the schema whose $ref failed: the resolver's message names only the ref.
+            detail = str(exc)
+            culprits = [
+                str(path)
+                for path, (_, document) in self._files.items()
+                if any(ref in detail for ref in _refs(document))
+            ]
+            raise SchemaError(f"{', '.join(culprits) or 'a schema root'}: unresolvable $ref: {detail}") from None
+
+    @staticmethod
+    def _schema_files(root: Path) -> Iterator[Path]:
+        if not root.is_dir():
+            raise SchemaError(f"{root}: schema root is not a directory")
+        for path in sorted(root.rglob("*.json")):
+            relative = path.relative_to(root).parts
+            if "examples" in relative[:-1] or relative[0] == "mcp":
+                continue  # instances, and the MCP versions loaded above
+            yield path
+
+    @staticmethod
+    def _read(path: Path) -> Any:
+        try:
+            return jsonio.loads(path.read_bytes())
+        except OSError as exc:
+            raise SchemaError(f"{path}: cannot read: {exc.strerror}") from None
+        except jsonio.JSONSyntaxError as exc:
+            raise SchemaError(f"{path}: not JSON: {exc}") from None
+
+    def protocol(self, version: str) -> ProtocolSchema:
+        """The schema of ``version``; ``KeyError`` for a version not bundled."""
+        return self.protocols[version]
+
+    def compile(self, schema: Any, *, base_uri: str | None = None, name: str = "schema") -> Validator:
+        """The compiled validator for ``schema``, shared by every schema of equal content.
+
+        The schema is checked against its meta-schema first (draft 2020-12 unless it says
+        otherwise) and refused whole with :class:`SchemaError` when invalid.
+        """
+        key = jsonio.fingerprint(schema if base_uri is None else [base_uri, schema])
+        validator = self._compiled.get(key)
+        if validator is None:
+            _meta_check(schema, name)
+            options: dict[str, Any] = {}
+            if self._root_registry is not None:
+                options["registry"] = self._root_registry
+            if base_uri is not None:
+                options["base_uri"] = base_uri
+            validator = self._compiled[key] = _compile(schema, name, **options)
+        return validator
+
+    def schema_file(self, path: Path) -> tuple[Any, Validator]:
+        """A schema indexed from a configured root, with its compiled validator."""
+        uri, document = self._files[path.resolve()]
+        return document, self.compile(document, base_uri=uri, name=str(path))
+
+    def bundled(self, name: str) -> Validator:
+        """The compiled validator of ``schemas/<name>``, a schema of this project's own (its files)."""
+        return self.compile(self._read(BUNDLED_SCHEMAS / name), name=name)
+
+    def load_tool_io(self, tool_id: str) -> ToolIO:
+        """The compiled I/O validators of one of the project's own tools.
+
+        Reads ``schemas/tools/<tool_id>.input.json`` and, when present, ``.output.json``.
+        """
+        tool_io = self._tool_io.get(tool_id)
+        if tool_io is None:
+            folder = BUNDLED_SCHEMAS / "tools"
+            input_path = folder / f"{tool_id}.input.json"
+            if not input_path.is_file():
+                raise KeyError(tool_id)
+            input_schema = self._read(input_path)
+            output_path = folder / f"{tool_id}.output.json"
+            output_schema = self._read(output_path) if output_path.is_file() else None
+            tool_io = self._tool_io[tool_id] = ToolIO(
+                tool_id=tool_id,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                input=self.compile(input_schema, name=str(input_path)),
+                output=None if output_schema is None else self.compile(output_schema, name=str(output_path)),
+            )
+        return tool_io
+
+    @property
+    def compiled_count(self) -> int:
+        return len(self._compiled)

@@ -1,0 +1,68 @@
+"""The upstream's tools as the gateway learns them from ``tools/list``: compiled and pinned.
+
+Each tool's ``inputSchema``/``outputSchema`` is meta-validated and compiled through the registry
+(shared by fingerprint). The fingerprint of each tool's whole definition is pinned at first
+sight; a later list that changes it is reported with the RFC 6902 patch between the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import jsonio
+from ..core.diff import diff_documents
+from .schemas import SchemaError, SchemaRegistry, ToolIO
+
+__all__ = ["ListOutcome", "UpstreamTools"]
+
+
+@dataclass(slots=True)
+class ListOutcome:
+    invalid: list[tuple[str, str]] = field(default_factory=list)  # (tool, why)
+    changed: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # (tool, patch)
+
+
+class UpstreamTools:
+    """A ``ToolSchemas`` for the schema check, fed by the upstream's ``tools/list`` results."""
+
+    strict = False  # a call to a tool not (yet) listed is passed on, not refused
+
+    def __init__(self, registry: SchemaRegistry) -> None:
+        self._registry = registry
+        self._io: dict[str, ToolIO] = {}
+        self._pins: dict[str, tuple[str, Mapping[str, Any]]] = {}
+
+    def io(self, name: str) -> ToolIO | None:
+        return self._io.get(name)
+
+    def learn(self, tools: list[Any]) -> ListOutcome:
+        outcome = ListOutcome()
+        for definition in tools:
+            if not isinstance(definition, Mapping) or not isinstance(definition.get("name"), str):
+                continue  # the result's schema check has reported it already
+            name = definition["name"]
+            pin = jsonio.fingerprint(definition)
+            pinned = self._pins.get(name)
+            if pinned is None:
+                self._pins[name] = (pin, definition)
+            elif pinned[0] != pin:
+                outcome.changed.append((name, diff_documents(pinned[1], definition)))
+                self._pins[name] = (pin, definition)
+            try:
+                input_schema = definition.get("inputSchema", {})
+                output_schema = definition.get("outputSchema")
+                self._io[name] = ToolIO(
+                    tool_id=name,
+                    input_schema=input_schema,
+                    output_schema=output_schema,
+                    input=self._registry.compile(input_schema, name=f"tool {name!r} inputSchema"),
+                    output=None
+                    if output_schema is None
+                    else self._registry.compile(output_schema, name=f"tool {name!r} outputSchema"),
+                )
+            except SchemaError as exc:
+                self._io.pop(name, None)
+                outcome.invalid.append((name, str(exc)))
+        return outcome

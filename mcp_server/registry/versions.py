@@ -1,0 +1,123 @@
+"""The MCP lifecycle: which protocol version governs a frame, and the handshake and discovery handlers.
+
+``resolve_version`` is pure. The handlers are the only code that changes a ``Session``.
+Spec: basic/lifecycle (2024-11-05 … 2025-11-25), and for 2026-07-28 the per-request
+``_meta`` envelope and ``server/discover``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.errors import CanonicalError, Rejection
+from ..core.types import Direction, Frame, Message, MessageKind, Session
+from .schemas import SchemaRegistry
+
+__all__ = [
+    "PROTOCOL_VERSION_META",
+    "SERVER_NAME",
+    "discover",
+    "initialize",
+    "initialized",
+    "is_at_least",
+    "ping",
+    "resolve_version",
+]
+
+PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+SERVER_NAME = "mcp-server"
+
+# Only ping may precede the handshake (basic/lifecycle: "The client SHOULD NOT send requests
+# other than pings before the server has responded to the initialize request").
+_PRE_HANDSHAKE_METHODS = frozenset({"initialize", "ping"})
+
+
+def is_at_least(registry: SchemaRegistry, version: str | None, floor: str) -> bool:
+    """Whether ``version`` is ``floor`` or later, by position among the bundled versions."""
+    if version is None or version not in registry.protocols or floor not in registry.protocols:
+        return False
+    return registry.versions.index(version) >= registry.versions.index(floor)
+
+
+def _meta_version(params: Mapping[str, Any] | None) -> Any:
+    if not isinstance(params, Mapping):
+        return None
+    meta = params.get("_meta")
+    return meta.get(PROTOCOL_VERSION_META) if isinstance(meta, Mapping) else None
+
+
+def resolve_version(message: Message, direction: Direction, session: Session, registry: SchemaRegistry) -> str:
+    """The protocol version whose schema governs ``message``.
+
+    A session that completed a handshake keeps its version. Otherwise a request that names a
+    stateless version in ``_meta`` is governed by it (2026-07-28: no handshake); ``initialize``
+    by the version it negotiates; a pre-handshake ping by the newest handshake version.
+    Anything else before the handshake is refused.
+    """
+    if session.protocol_version is not None:
+        return session.protocol_version
+    requested = _meta_version(message.params)
+    if requested is not None:
+        if not isinstance(requested, str):
+            raise Rejection(
+                CanonicalError.INVALID_PARAMS,
+                [{"path": "/params/_meta/" + PROTOCOL_VERSION_META.replace("/", "~1"), "msg": "must be a string"}],
+            )
+        if requested not in registry.stateless_versions:
+            raise Rejection(
+                CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
+                extra={"requested": requested, "supported": list(registry.versions)},
+            )
+        return requested
+    if message.method == "initialize":
+        offered = message.params.get("protocolVersion") if isinstance(message.params, Mapping) else None
+        return offered if offered in registry.handshake_versions else registry.latest_handshake
+    if message.kind is not MessageKind.REQUEST or message.method in _PRE_HANDSHAKE_METHODS:
+        return registry.latest_handshake
+    if direction is Direction.SERVER_TO_CLIENT:
+        return registry.latest_handshake
+    if message.method not in registry.protocol(registry.latest_handshake).request_methods:
+        return registry.latest_handshake  # unknown everywhere: the schema check answers -32601
+    raise Rejection(CanonicalError.NOT_INITIALIZED)
+
+
+def _capabilities(tools: bool) -> dict[str, Any]:
+    return {"tools": {"listChanged": False}} if tools else {}
+
+
+async def initialize(frame: Frame, *, version_string: str, tools: bool = True) -> dict[str, Any]:
+    """``initialize``: commit the negotiated version (chosen by ``resolve_version``) to the session."""
+    session = frame.session
+    if session.protocol_version is not None:
+        raise Rejection(CanonicalError.ALREADY_INITIALIZED, frame=frame)
+    assert frame.version is not None and frame.message is not None
+    params = frame.message.params or {}
+    session.protocol_version = frame.version
+    session.client_info = params.get("clientInfo")
+    session.client_capabilities = params.get("capabilities")
+    return {
+        "protocolVersion": frame.version,
+        "capabilities": _capabilities(tools),
+        "serverInfo": {"name": SERVER_NAME, "version": version_string},
+    }
+
+
+async def initialized(frame: Frame) -> None:
+    """``notifications/initialized``: the client finished the handshake."""
+    if frame.session.protocol_version is not None:
+        frame.session.initialized = True
+
+
+async def ping(frame: Frame) -> dict[str, Any]:
+    return {}
+
+
+async def discover(frame: Frame, *, registry: SchemaRegistry, tools: bool = True) -> dict[str, Any]:
+    """``server/discover`` (2026-07-28): what this server speaks. Nothing user-specific: public."""
+    return {
+        "supportedVersions": list(registry.versions),
+        "capabilities": _capabilities(tools),
+        "cacheScope": "public",
+        "ttlMs": 0,
+    }
