@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fast_upstream import result_of, tool  # noqa: E402
 
-from mcp_server.chain.size_guard import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
+from mcp_server.core.settings import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
 from mcp_server.core.types import Direction, Frame, Session  # noqa: E402
 from mcp_server.gateway.config import GatewayConfig  # noqa: E402
 from mcp_server.gateway.run import Checks, new_report, session_chain  # noqa: E402

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .chain.compose import build_chain, compose
+from .chain.compose import Chain, build_chain
 from .core.errors import CanonicalError, Plane, Rejection
-from .core.types import Direction, Frame, Handler, Message, MessageKind, Middleware, Reply, Session
+from .core.session import Session
+from .core.types import Direction, Frame, Handler, Message, MessageKind, Reply
 from .registry.schemas import SchemaError, SchemaRegistry
 
 __all__ = [
     "CanonicalError",
+    "Chain",
     "Direction",
     "Frame",
     "Handler",
     "Message",
     "MessageKind",
-    "Middleware",
     "Plane",
     "Rejection",
     "Reply",
@@ -29,5 +30,4 @@ __all__ = [
     "Session",
     "__version__",
     "build_chain",
-    "compose",
 ]

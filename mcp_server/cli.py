@@ -179,7 +179,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         max_frame_bytes=settings.max_frame_bytes,
         policy_path=args.policy,
         tools_path=args.tools,
-        sink=event_sink(events),
+        sink=event_sink(events.emit),
     )
     _redact_logs(boundary.policy.redactor)
     own = builtin_tools(environ, registry, corpus, boundary.policy)
@@ -237,7 +237,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             from .observe.metrics import Metrics
 
             metrics = Metrics(registry, extra_methods=[tool.name for tool in tools])
-            events.count_with(metrics)
+            events.count_with(metrics.count)
             rest = RestFace(
                 registry=registry,
                 gate=boundary.gate,

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from mcp_server.core import jsonio
+from mcp_server.core.session import Session
 from mcp_server.core.settings import Settings
-from mcp_server.core.types import Frame, Handler, Session
+from mcp_server.core.types import Frame, Handler
 from mcp_server.registry.schemas import SchemaRegistry, violations
 from mcp_server.serve.app import build_server
 from mcp_server.serve.tools import ToolSet

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from mcp_server.core.errors import CanonicalError
-from mcp_server.core.types import Handler, Session
+from mcp_server.core.session import Session
+from mcp_server.core.types import Handler
 from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import exchange, initialize_frame, meta_2026
@@ -180,45 +181,32 @@ def test_ping_is_not_a_method_of_2026(handler: Handler) -> None:
     assert code_of(reply) == -32601
 
 
-def test_compose_runs_a_row_of_checks_in_order_and_stops_at_a_rejection() -> None:
-    """compose fuses adjacent CheckStages into one coroutine: same order, same short-circuit."""
-    import asyncio
-
-    from mcp_server.chain.compose import compose
-    from mcp_server.chain.stage import CheckStage
+def test_a_chain_runs_its_stages_in_order_and_stops_at_a_rejection() -> None:
+    """A chain of stages other than the known ones has no fast path: every frame goes down the
+    diagnostic path, the stages in the order given, and the first rejection ends it."""
+    from mcp_server.chain.compose import Chain, build_chain
+    from mcp_server.chain.stage import Inspection
     from mcp_server.core.errors import Rejection
-    from mcp_server.core.types import Frame, Reply
+    from mcp_server.core.types import Direction, Frame, Message, MessageKind
 
     seen: list[str] = []
 
-    def check(name: str, refuse: bool = False) -> CheckStage:
-        def run(frame: Frame) -> Frame:
-            seen.append(name)
-            if refuse and frame.raw == b"refuse":
+    class Named:
+        def __init__(self, name: str, refuse: bool = False) -> None:
+            self.name, self.refuse = name, refuse
+
+        def inspect(self, inspection: Inspection) -> None:
+            seen.append(self.name)
+            if self.refuse and inspection.frame.raw == b"refuse":
                 raise Rejection(CanonicalError.INVALID_PARAMS)
-            return frame.evolve(annotations={**frame.annotations, name: True})
+            inspection.message = Message(MessageKind.NOTIFICATION, method="/".join(seen))
 
-        return CheckStage(run)
-
-    def plain(name: str):  # an ordinary middleware between two rows of checks
-        def middleware(next_handler: Handler) -> Handler:
-            async def handle(frame: Frame) -> Reply | None:
-                seen.append(name)
-                return await next_handler(frame)
-
-            return handle
-
-        return middleware
-
-    async def terminal(frame: Frame) -> Reply | None:
-        seen.append("handler")
-        return Reply(document=dict(frame.annotations))
-
-    chain = compose([check("a"), check("b"), plain("m"), check("c", refuse=True), check("d")], terminal)
-    reply = asyncio.run(chain(Frame(raw=b"ok", transport="test", session=Session())))
-    assert seen == ["a", "b", "m", "c", "d", "handler"]
-    assert reply is not None and reply.document == {"a": True, "b": True, "c": True, "d": True}
+    chain = Chain([Named("a"), Named("b"), Named("c", refuse=True), Named("d")], Direction.CLIENT_TO_SERVER)
+    assert chain.fast is None
+    message = chain.check(Frame(raw=b"ok", transport="test", session=Session()))
+    assert seen == ["a", "b", "c", "d"] and message.method == "a/b/c/d"
     seen.clear()
     with pytest.raises(Rejection):
-        asyncio.run(chain(Frame(raw=b"refuse", transport="test", session=Session())))
-    assert seen == ["a", "b", "m", "c"]
+        chain.check(Frame(raw=b"refuse", transport="test", session=Session()))
+    assert seen == ["a", "b", "c"]
+    assert build_chain(SchemaRegistry(), Direction.CLIENT_TO_SERVER).fast is not None  # the known stages compile

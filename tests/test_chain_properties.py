@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_server.chain.size_guard import DEFAULT_MAX_FRAME_BYTES
 from mcp_server.core import jsonio
+from mcp_server.core.settings import DEFAULT_MAX_FRAME_BYTES
 from mcp_server.core.types import Handler
 from mcp_server.registry.schemas import SchemaRegistry, violations
 

@@ -15,18 +15,19 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.chain.compose import build_chain
 from mcp_server.core import jsonio
 from mcp_server.core.errors import CanonicalError
+from mcp_server.core.session import Session
 from mcp_server.core.settings import Settings
-from mcp_server.core.types import Direction, Frame, Reply, Session
+from mcp_server.core.types import Direction, Frame
 from mcp_server.execution.approvals import ApprovalBook
-from mcp_server.execution.gate import ExecutionGate, Trace
+from mcp_server.execution.gate import ExecutionGate
 from mcp_server.execution.policy import Policy
-from mcp_server.observe.events import EventLog, EventLogSettings, pack_rows, read_events, unpack_rows
-from mcp_server.registry.schemas import SchemaRegistry, violations
+from mcp_server.observe.events import EventLog, EventLogSettings, read_events
+from mcp_server.observe.writer import pack_rows, unpack_rows
+from mcp_server.registry.schemas import SchemaRegistry, ToolIO, violations
 from mcp_server.serve.app import build_server
-from mcp_server.serve.tools import ToolSet
+from mcp_server.serve.tools import Tool, ToolSet
 
 from .conftest import initialize_frame, server_command, server_env
 from .servers import serving
@@ -95,15 +96,29 @@ def test_a_live_run_has_real_times_and_a_random_run_id(tmp_path: Path) -> None:
     assert one[0]["ts"].startswith(time.strftime("%Y-", time.gmtime()))
 
 
-def test_every_frame_gets_one_event_with_the_fields_of_the_format(tmp_path: Path, log_validator: Any) -> None:
-    """Issue 7, Events: the fields of one event per frame; all validate against the log schema."""
+def test_every_frame_in_each_direction_gets_an_event_with_the_fields_of_the_format(
+    tmp_path: Path, log_validator: Any
+) -> None:
+    """Issue 7, Events, and issue 18: one event per frame and direction (a reply is a frame of its
+    own, the event after its request's); all validate against the log schema."""
     assert run_serve(tmp_path, SESSION, "--deterministic").returncode == 0
     events = list(read_events(latest(tmp_path / "runs")))
     for event in events:
         assert violations(log_validator, event) == []
-    assert [e["event"] for e in events] == ["start", "frame", "frame", "frame", "frame", "frame", "stop"]
-    assert [e["seq"] for e in events] == list(range(1, 8))
-    frames = [e for e in events if e["event"] == "frame"]
+    assert [e["event"] for e in events] == ["start", *["frame"] * 9, "stop"]
+    assert [e["seq"] for e in events] == list(range(1, 12))
+    replies = [e for e in events if e["event"] == "frame" and e["direction"] == "server_to_client"]
+    assert [(e["kind"], e["request_id"], e["method"]) for e in replies] == [
+        ("response", 1, "initialize"),
+        ("response", 2, "tools/list"),
+        ("response", 3, "tools/call"),
+        ("response", 4, "tools/call"),  # invalid tool input, answered as a tool result (2025-11-25)
+    ]
+    for reply in replies:
+        request = events[reply["seq"] - 2]  # the event before a reply is its request's
+        assert (request["request_id"], request["trace_id"]) == (reply["request_id"], reply["trace_id"])
+        assert reply["bytes_out"] > 0 and reply["bytes_in"] == 0 and request["bytes_out"] == 0
+    frames = [e for e in events if e["event"] == "frame" and e["direction"] == "client_to_server"]
     assert [e["method"] for e in frames] == [
         "initialize",
         "notifications/initialized",
@@ -114,7 +129,6 @@ def test_every_frame_gets_one_event_with_the_fields_of_the_format(tmp_path: Path
     assert [e["request_id"] for e in frames] == [1, None, 2, 3, 4]
     assert [e["status"] for e in frames] == ["ok", "ok", "ok", "tool_error", "error"]
     assert {e["transport"] for e in frames} == {"stdio"}
-    assert {e["direction"] for e in frames} == {"client_to_server"}
     assert {e["protocol_version"] for e in frames} == {"2025-11-25"}
     assert len({e["session_id"] for e in frames}) == 1
     listed, called, refused = frames[2], frames[3], frames[4]
@@ -122,7 +136,6 @@ def test_every_frame_gets_one_event_with_the_fields_of_the_format(tmp_path: Path
     assert called["tool_id"] == "validate_asset" and called["route"] == "tools/call"
     assert (called["agent_step"], called["attempt"]) == (4, 2)
     assert frames[0]["bytes_in"] == len(jsonio.dumps(SESSION[0]))
-    assert frames[0]["bytes_out"] > 0 and frames[1]["bytes_out"] == 0
     assert refused["error"]["code"] == "invalid_tool_input"
     assert refused["error"]["details"] and refused["route"] is None
     assert all(e["metadata"] == {"schemaVersion": "1.0", "deterministic": True} for e in events)
@@ -138,11 +151,13 @@ def test_an_unanswered_invalid_frame_is_logged_as_dropped(tmp_path: Path) -> Non
     result = run_serve(tmp_path, frames, "--deterministic")
     assert result.returncode == 0
     events = [e for e in read_events(latest(tmp_path / "runs")) if e["event"] == "frame"]
-    assert [(e["status"], (e["error"] or {}).get("code")) for e in events] == [
+    incoming = [e for e in events if e["direction"] == "client_to_server"]
+    assert [(e["status"], (e["error"] or {}).get("code")) for e in incoming] == [
         ("ok", None),
         ("dropped", "invalid_params"),
         ("error", "parse_error"),
     ]
+    assert [e["kind"] for e in events if e["direction"] == "server_to_client"] == ["response", "error_response"]
     assert len(result.stdout.splitlines()) == 2  # initialize and the parse error; nothing for the notification
 
 
@@ -203,7 +218,7 @@ def test_the_log_rotates_by_size_and_keeps_a_bounded_number_of_files(tmp_path: P
         assert path.stat().st_size <= 65536 + 256 * 1024  # the limit, passed by at most one batch of 256 events
     seqs = [event["seq"] for path in [*rotated, final] for event in read_events(path)]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # contiguous, in order, nothing lost in between
-    assert seqs[-1] == 3002 and seqs[0] > 1  # start, 3,000 frames, stop; the first files rotated away
+    assert seqs[-1] == 6002 and seqs[0] > 1  # start, 3,000 pings and their replies, stop; the first files rotated away
     assert not [p for p in folder.iterdir() if p.name.endswith(".partial")]
 
 
@@ -261,7 +276,8 @@ def test_stderr_has_one_liners_for_failures_by_default_and_every_event_as_json_o
     assert len(lines) == 1 and "error=invalid_tool_input" in lines[0] and "request_id=4" in lines[0]
     as_json = run_serve(tmp_path / "b", SESSION, "--log-format", "json", MCP_LOG_LEVEL="info").stderr
     events = [jsonio.loads(line) for line in as_json.splitlines() if line.startswith(b"{")]
-    assert [e["event"] for e in events].count("frame") == len(SESSION)
+    incoming = [e for e in events if e["event"] == "frame" and e["direction"] == "client_to_server"]
+    assert len(incoming) == len(SESSION)
     assert events == list(read_events(latest(tmp_path / "b" / "runs")))
 
 
@@ -311,10 +327,13 @@ def test_a_response_shares_the_trace_id_of_its_request(tmp_path: Path, registry:
             await handler(Frame(raw=jsonio.dumps(frame), transport="test", session=session))
 
     asyncio.run(run())
-    events = [e for e in read_events(log.close()) if e["event"] == "frame"]
+    frames = [e for e in read_events(log.close()) if e["event"] == "frame"]
+    events = [e for e in frames if e["direction"] == "client_to_server"]
     assert events[1]["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
     generated = {events[0]["trace_id"], events[2]["trace_id"]}
     assert len(generated) == 2 and all(len(t) == 32 for t in generated)
+    replies = [e for e in frames if e["direction"] == "server_to_client"]
+    assert [e["trace_id"] for e in replies] == [e["trace_id"] for e in events]  # each its request's
 
 
 def test_metrics_count_frames_violations_and_latency_over_http(tmp_path: Path) -> None:
@@ -420,7 +439,9 @@ def test_policy_denials_are_events_and_secrets_never_reach_the_log(tmp_path: Pat
     [policy] = [e for e in events if e["event"] == "policy"]
     assert (policy["status"], policy["tool_id"], policy["policy_violation"]) == ("denied", "diff_assets", True)
     assert policy["error"]["code"] == "policy_denied"
-    denied, invalid = [e for e in events if e["event"] == "frame" and e["request_id"] in (2, 3)]
+    denied, invalid = [
+        e for e in events if e["event"] == "frame" and e["request_id"] in (2, 3) and e["direction"] == "client_to_server"
+    ]
     assert policy["seq"] < denied["seq"] and denied["policy_violation"] is True
     assert invalid["error"]["code"] == "invalid_tool_input" and invalid["redaction_applied"] is True
     assert "[REDACTED]" in jsonio.dumps(invalid["error"]["details"]).decode()
@@ -438,25 +459,27 @@ def test_a_policy_denial_is_one_event_whoever_tells_it(tmp_path: Path, registry:
     log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="p", deterministic=True)).open()
     gate.decisions = partial(log.emit, "policy")
 
-    async def tool_result() -> dict[str, Any]:
+    async def tool_result(arguments: Any, context: Any) -> dict[str, Any]:
         return {"text": "x" * 100}
 
-    async def call(frame: Frame) -> Reply | None:
-        assert frame.message is not None and frame.message.params is not None
-        await gate.run(frame.message.params["name"], {}, Trace(session_id="s"), tool_result)
-        raise AssertionError("both calls are refused")
-
-    chain = build_chain(call, registry=registry, events=log)
+    anything = registry.compile({"type": "object"})
+    schemas = {
+        name: ToolIO(tool_id=name, input_schema={}, output_schema=None, input=anything, output=None)
+        for name in ("blocked", "big")
+    }
+    tools = ToolSet([Tool(name=n, title=n, description=n, run=tool_result) for n in schemas], registry, io=schemas)
+    handler = build_server(registry, tools, Settings(), gate=gate, events=log)
     session = Session()
-    session.protocol_version, session.initialized = "2025-11-25", True
+    session.negotiate("2025-11-25")
+    session.initialized = True
 
     def frame_of(request_id: int, tool: str) -> Frame:
         document = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool}}
         return Frame(raw=jsonio.dumps(document), transport="test", session=session)
 
     async def drive() -> None:
-        await chain(frame_of(1, "blocked"))
-        calling = asyncio.ensure_future(chain(frame_of(2, "big")))
+        await handler(frame_of(1, "blocked"))
+        calling = asyncio.ensure_future(handler(frame_of(2, "big")))
         while not approvals.pending():
             await asyncio.sleep(0.01)
         [held] = approvals.pending()
@@ -464,7 +487,12 @@ def test_a_policy_denial_is_one_event_whoever_tells_it(tmp_path: Path, registry:
         await calling
 
     asyncio.run(drive())
-    events = [e for e in read_events(log.close()) if e["event"] in ("policy", "frame")]
+    # The frames as they came in (each reply is an event of its own, in the other direction).
+    events = [
+        e
+        for e in read_events(log.close())
+        if e["event"] == "policy" or (e["event"] == "frame" and e["direction"] == "client_to_server")
+    ]
     assert [(e["event"], e["status"], e["request_id"]) for e in events] == [
         ("policy", "denied", None),  # told by the gate
         ("frame", "error", 1),
@@ -496,20 +524,19 @@ def test_a_request_refused_before_the_chain_is_still_an_event(tmp_path: Path, lo
 
 
 def test_rows_reach_the_writer_in_batches_whatever_values_they_carry() -> None:
-    """The pipe to the writer process: batches in order, each with its first row's number and its
-    clock's anchor; rows arrive as JSON arrays, an enum as its value and a clock reading exactly as
-    it was; a batch cut off by a dying producer ends the stream, nothing invented."""
+    """The pipe to the writer process: batches in order, each with its clock's anchor; rows arrive as
+    JSON arrays, an enum as its value and a clock reading exactly as it was; a batch cut off by a
+    dying producer ends the stream, nothing invented."""
     clock = 1234.567890123456789  # a perf_counter reading: every bit of it must come back
     first = [(clock, "start", None, {"status": "started"}), (0.6, "stop", None, {"status": "stopped"})]
     second = [(0.7, "policy", "s", {"direction": Direction.CLIENT_TO_SERVER, "errors": [{"path": ""}]})]
-    whole = pack_rows(1, 100.0, first) + pack_rows(3, 100.5, second)
+    whole = pack_rows(100.0, first) + pack_rows(100.5, second)
     for cut in (3, 1):  # inside the last batch, and just before its end of line
-        stream = io.BytesIO(whole + pack_rows(4, 101.0, first)[:-cut])
+        stream = io.BytesIO(whole + pack_rows(101.0, first)[:-cut])
         batch = unpack_rows(stream)
-        assert batch == (1, 100.0, [list(row) for row in first])
-        assert batch[2][0][0] == clock
+        assert batch == (100.0, [list(row) for row in first])
+        assert batch[1][0][0] == clock
         assert unpack_rows(stream) == (
-            3,
             100.5,
             [[0.7, "policy", "s", {"direction": "client_to_server", "errors": [{"path": ""}]}]],
         )

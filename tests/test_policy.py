@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 
+from mcp_server.chain.policy_check import PolicyCheck
+from mcp_server.chain.stage import Inspection
 from mcp_server.core import jsonio
 from mcp_server.core.errors import CanonicalError, Rejection
+from mcp_server.core.session import Session
 from mcp_server.core.settings import Settings, SetupError
-from mcp_server.core.types import Direction, Frame, Message, MessageKind, Session
-from mcp_server.execution.policy import DEFAULT_TIMEOUT_SECONDS, Policy, load_policy, policy_stage
+from mcp_server.core.types import CLIENT_TO_SERVER, Direction, Frame, Message, MessageKind
+from mcp_server.execution.policy import DEFAULT_TIMEOUT_SECONDS, Policy, load_policy
 from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.serve.app import build_server
 from mcp_server.serve.tools import ToolSet
@@ -34,25 +37,22 @@ DOCUMENT: dict[str, Any] = {
 
 def frame(
     method: str, params: dict[str, Any] | None = None, *, direction: Direction = Direction.CLIENT_TO_SERVER
-) -> Frame:
+) -> Inspection:
+    """A classified request on the diagnostic path, as the policy stage meets it."""
     document = {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params else {})}
     raw = jsonio.dumps(document)
-    return Frame(
-        raw=raw,
-        transport="test",
-        session=Session(),
-        direction=direction,
-        document=document,
-        message=Message(kind=MessageKind.REQUEST, id=1, method=method, params=params),
-    )
+    inspection = Inspection(Frame(raw=raw, transport="test", session=Session(), direction=direction))
+    inspection.document = document
+    inspection.message = Message(kind=MessageKind.REQUEST, id=1, method=method, params=params, document=document)
+    return inspection
 
 
-def reason_of(check: Any, item: Frame) -> str | None:
+def reason_of(check: Any, item: Inspection) -> str | None:
     try:
         check(item)
     except Rejection as rejection:
         assert rejection.error is CanonicalError.POLICY_DENIED and rejection.extra["policy_violation"] is True
-        assert rejection.frame is item  # the boundary answers with the request's id
+        assert rejection.message is item.message  # the boundary answers with the request's id
         return str(rejection.errors[0]["msg"])
     return None
 
@@ -70,7 +70,7 @@ def test_deny_wins_over_allow_and_an_absent_allow_list_allows_everything() -> No
 
 def test_the_stage_refuses_by_method_tool_size_and_argument_size() -> None:
     """Issue 6: the policy stage, after classify and before the schema check."""
-    check = policy_stage(Policy.from_document(DOCUMENT), tool_methods=frozenset({"read_file"})).check
+    check = PolicyCheck(Policy.from_document(DOCUMENT), CLIENT_TO_SERVER, tool_methods=frozenset({"read_file"})).inspect
     assert reason_of(check, frame("sampling/createMessage", direction=Direction.SERVER_TO_CLIENT)) == "method_denied"
     assert reason_of(check, frame("tools/call", {"name": "write_file"})) == "tool_not_allowed"
     assert reason_of(check, frame("tools/call", {"name": "read_big", "arguments": {"x": "y" * 30}})) == (
@@ -173,9 +173,9 @@ def test_a_served_timeout_is_a_retryable_catalogued_error(registry: SchemaRegist
 def test_a_gateway_stage_that_cannot_hold_a_call_denies_one_that_needs_approval() -> None:
     """Issue 6: approval is never silently skipped; where no approver can be reached the call is denied."""
     policy = Policy.from_document(DOCUMENT)
-    never = policy_stage(policy, can_hold=lambda session: False).check
+    never = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=lambda session: False).inspect
     assert reason_of(never, frame("tools/call", {"name": "read_file"})) == "approval_unavailable"
-    assert reason_of(policy_stage(policy).check, frame("tools/call", {"name": "read_file"})) is None
+    assert reason_of(PolicyCheck(policy, CLIENT_TO_SERVER).inspect, frame("tools/call", {"name": "read_file"})) is None
 
 
 def test_results_are_sanitised_only_when_the_policy_says_so(registry: SchemaRegistry) -> None:

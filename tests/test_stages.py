@@ -6,8 +6,9 @@ import pytest
 
 from mcp_server.chain.classify import classify
 from mcp_server.chain.json_syntax import parse
-from mcp_server.chain.size_guard import DEFAULT_MAX_FRAME_BYTES, check_size
+from mcp_server.chain.size_guard import check_size
 from mcp_server.core.errors import CanonicalError, Rejection
+from mcp_server.core.settings import DEFAULT_MAX_FRAME_BYTES
 from mcp_server.core.types import MessageKind
 
 

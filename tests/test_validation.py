@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import types
 from pathlib import Path
@@ -17,7 +16,8 @@ import mcp_server.offline.validation as validation
 from mcp_server.chain.compose import build_chain
 from mcp_server.core import jsonio
 from mcp_server.core.errors import CanonicalError, Rejection
-from mcp_server.core.types import Direction, Frame, Handler, Middleware, Reply, Session
+from mcp_server.core.session import Session
+from mcp_server.core.types import Direction, Frame
 from mcp_server.offline.validation import (
     ValidationResult,
     default_registry,
@@ -742,28 +742,16 @@ def frames_for(version: str) -> Any:
 
 
 def chain_verdict(registry: SchemaRegistry, version: str, frame: bytes) -> Rejection | None:
-    """The real chain (error boundary … schema check) on a session already running ``version``."""
-    seen: list[Rejection] = []
-
-    def record(next_handler: Handler) -> Handler:
-        async def handle(frame: Frame) -> Reply | None:
-            try:
-                return await next_handler(frame)
-            except Rejection as rejection:
-                seen.append(rejection)
-                raise
-
-        return handle
-
-    async def terminal(frame: Frame) -> Reply | None:
-        return None
-
-    verdict: Middleware = record
-    chain = build_chain(terminal, registry=registry, verdict=verdict)
+    """The real chain (size guard … schema check) on a session already running ``version``."""
+    chain = build_chain(registry, Direction.CLIENT_TO_SERVER)
     session = Session()
-    session.protocol_version, session.initialized = version, True
-    asyncio.run(chain(Frame(raw=frame, transport="test", session=session, direction=Direction.CLIENT_TO_SERVER)))
-    return seen[0] if seen else None
+    session.negotiate(version)
+    session.initialized = True
+    try:
+        chain.check(Frame(raw=frame, transport="test", session=session, direction=Direction.CLIENT_TO_SERVER))
+    except Rejection as rejection:
+        return rejection
+    return None
 
 
 @pytest.mark.parametrize("version", VERSIONS)

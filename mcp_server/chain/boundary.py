@@ -1,4 +1,4 @@
-"""The outermost stage: render every rejection for the MCP wire, and contain every other failure.
+"""Canonical error mapping: every rejection rendered for the MCP wire, every other failure contained.
 
 A rejection becomes a JSON-RPC error (or, where the MCP spec says so, a tool result with
 ``isError: true``); any other exception becomes INTERNAL_ERROR with its traceback on stderr,
@@ -13,18 +13,11 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Plane, Rejection
-from ..core.types import Frame, Handler, MessageKind, Middleware, Reply
-from ..observe.events import EventLog, note_rejection
+from ..core.types import MessageKind, Reply
 from ..registry.schemas import SchemaRegistry
 from ..registry.versions import is_at_least
 
-__all__ = [
-    "TOOL_ERRORS_AS_RESULTS_SINCE",
-    "error_boundary",
-    "error_reply",
-    "render_rejection",
-    "tool_error_result",
-]
+__all__ = ["TOOL_ERRORS_AS_RESULTS_SINCE", "contain", "error_reply", "render_rejection", "tool_error_result"]
 
 log = logging.getLogger("mcp_server")
 
@@ -47,70 +40,37 @@ def tool_error_result(data: Mapping[str, Any], registry: SchemaRegistry, version
     return result
 
 
-def render_rejection(rejection: Rejection, frame: Frame, registry: SchemaRegistry) -> Reply | None:
-    """The reply a rejection earns, or ``None`` when the frame must not be answered."""
-    seen = rejection.frame or frame
-    message = seen.message
+def render_rejection(rejection: Rejection, registry: SchemaRegistry) -> Reply | None:
+    """The reply a rejection earns, or ``None`` when the frame must not be answered (a notification
+    or a response, even an invalid one, never is)."""
+    message = rejection.message
     if message is not None and message.kind is not MessageKind.REQUEST:
         return None
     request_id = message.id if message is not None else None
+    version = message.version if message is not None else None
     error = rejection.error
     if error.plane is Plane.TOOL_RESULT and message is not None and message.method is not None:
         if message.method != "tools/call":  # one of the server's own tools, called directly
-            return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": rejection.data()})
-        if seen.version is not None and is_at_least(registry, seen.version, TOOL_ERRORS_AS_RESULTS_SINCE):
-            result = tool_error_result(rejection.data(), registry, seen.version)
-            return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": result})
-    return error_reply(rejection, request_id)
+            return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": rejection.data()}, version=version)
+        if version is not None and is_at_least(registry, version, TOOL_ERRORS_AS_RESULTS_SINCE):
+            result = tool_error_result(rejection.data(), registry, version)
+            return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": result}, version=version)
+    return error_reply(rejection, request_id, version)
 
 
-def error_reply(rejection: Rejection, request_id: Any = None) -> Reply:
+def error_reply(rejection: Rejection, request_id: Any = None, version: str | None = None) -> Reply:
     """The JSON-RPC error response for ``rejection`` (``id`` null when the request's is unknown)."""
     error = rejection.error
     body = {"code": error.mcp_code, "message": error.message, "data": rejection.data()}
-    return Reply(document={"jsonrpc": "2.0", "id": request_id, "error": body}, error=error)
+    return Reply(document={"jsonrpc": "2.0", "id": request_id, "error": body}, error=error, version=version)
 
 
-def error_boundary(registry: SchemaRegistry, events: EventLog | None = None) -> Middleware:
-    """Contain every failure of the stages inside (see the module's docstring). With ``events``,
-    this is also where each frame's event is taken: the boundary gives the frame its draft (which
-    reads the clock), the stages inside fill it, and ``EventLog.frame`` takes it with the reply."""
-
-    def contain(failure: Exception, frame: Frame) -> Reply | None:
-        if isinstance(failure, Rejection):
-            rejection = failure
-            if rejection.error is CanonicalError.INTERNAL_ERROR and rejection.__cause__ is not None:
-                log.error("internal error", exc_info=rejection.__cause__)
-        else:
-            log.error("internal error outside a handler", exc_info=failure)
-            rejection = Rejection(CanonicalError.INTERNAL_ERROR)
-        note_rejection(frame, rejection)
-        reply = render_rejection(rejection, frame, registry)
-        if reply is None:
-            log.info("unanswered invalid frame: %s", rejection.error.slug)
-        return reply
-
-    def middleware(next_handler: Handler) -> Handler:
-        async def handle(frame: Frame) -> Reply | None:
-            try:
-                return await next_handler(frame)
-            except Exception as failure:
-                return contain(failure, frame)
-
-        if events is None:
-            return handle
-        begin, record = events.begin, events.frame
-
-        async def logged(frame: Frame) -> Reply | None:
-            # One coroutine for the boundary and the log: a frame pays for one layer, not two.
-            frame = begin(frame)
-            try:
-                reply = await next_handler(frame)
-            except Exception as failure:
-                reply = contain(failure, frame)
-            record(frame, reply)
-            return reply
-
-        return logged
-
-    return middleware
+def contain(failure: Exception) -> Rejection:
+    """Any failure as the rejection to render: a ``Rejection`` as it is, anything else an internal
+    error whose traceback goes to the log (stderr), never to the wire."""
+    if isinstance(failure, Rejection):
+        if failure.error is CanonicalError.INTERNAL_ERROR and failure.__cause__ is not None:
+            log.error("internal error", exc_info=failure.__cause__)
+        return failure
+    log.error("internal error outside a handler", exc_info=failure)
+    return Rejection(CanonicalError.INTERNAL_ERROR)

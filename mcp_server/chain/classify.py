@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Frame, Message, MessageKind
+from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Message, MessageKind
 from .routing_headers import check_routing_headers
-from .stage import CheckStage
+from .stage import Inspection
 
-__all__ = ["classify", "classify_stage", "is_request_id", "shape_of"]
+__all__ = ["Classify", "classify", "is_request_id", "shape_of"]
 
 
 def is_request_id(value: Any) -> bool:
@@ -94,27 +94,33 @@ def classify(document: Mapping[str, Any]) -> Message:
     if problems:
         raise Rejection(CanonicalError.INVALID_ENVELOPE, sorted(problems, key=lambda p: (p["path"], p["msg"])))
     if kind is REQUEST or kind is NOTIFICATION:
-        return Message(kind, document.get("id"), document["method"], document.get("params"))
+        method, params = document["method"], document.get("params")
+        tool = params.get("name") if method == "tools/call" and params is not None else None
+        return Message(
+            kind, document.get("id"), method, params, tool=tool if isinstance(tool, str) else None, document=document
+        )
     rid = document.get("id")
-    return Message(kind, rid if is_request_id(rid) else None)
+    return Message(kind, rid if is_request_id(rid) else None, document=document)
 
 
-def classify_stage() -> CheckStage:
-    def check(frame: Frame) -> Frame:
-        document = frame.document
+class Classify:
+    """Stage 3: the message kind (and, for a frame that came with HTTP headers, its routing headers)."""
+
+    __slots__ = ()
+
+    def inspect(self, inspection: Inspection) -> None:
+        document = inspection.document
         assert document is not None, "classify runs after json_syntax"
         try:
             message = classify(document)
         except Rejection as rejection:
-            rejection.frame = frame.evolve(message=shape_of(document))
+            rejection.message = shape_of(document)
             raise
-        classified = frame.evolve(message=message)
-        if frame.headers is not None:  # a frame that came with HTTP headers: they route it
+        inspection.message = message
+        headers = inspection.frame.headers
+        if headers is not None:  # a frame that came with HTTP headers: they route it
             try:
-                check_routing_headers(message, frame.headers)
+                check_routing_headers(message, headers)
             except Rejection as rejection:
-                rejection.frame = classified
+                rejection.message = message
                 raise
-        return classified
-
-    return CheckStage(check)

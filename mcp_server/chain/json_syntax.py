@@ -1,4 +1,4 @@
-"""Pipeline stage 2: parse the frame once. Pure core; no I/O.
+"""Pipeline stage 2: parse the frame once. Pure; no I/O.
 
 Invalid JSON, invalid UTF-8, NaN or Infinity → -32700; a top-level value that is not an
 object (a batch array included: MCP sends one message per frame) → -32600. Both with id null.
@@ -11,10 +11,9 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import Frame
-from .stage import CheckStage
+from .stage import Inspection
 
-__all__ = ["json_syntax", "parse"]
+__all__ = ["JsonSyntax", "parse"]
 
 
 def parse(raw: bytes) -> Mapping[str, Any]:
@@ -28,8 +27,9 @@ def parse(raw: bytes) -> Mapping[str, Any]:
     return document
 
 
-def json_syntax() -> CheckStage:
-    def check(frame: Frame) -> Frame:
-        return frame.evolve(document=parse(frame.raw))
+class JsonSyntax:
+    __slots__ = ()
 
-    return CheckStage(check)
+    def inspect(self, inspection: Inspection) -> None:
+        if inspection.document is None:  # else its reader parsed it already
+            inspection.document = parse(inspection.frame.raw)

@@ -1,8 +1,8 @@
 """Pipeline stage 5: validate the frame against the official schema of the version in force.
 
 The validator is chosen by (version, message kind, method); for ``tools/call`` the tool's
-own input schema is checked on the way in and its output schema on the way back.
-Thin async wrapper around the pure ``check_message``; no I/O.
+own input schema is checked on the way in and its output schema on the way back. Pure; no I/O
+(a response settles the request it answers in the session).
 """
 
 from __future__ import annotations
@@ -11,31 +11,13 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import (
-    ERROR_RESPONSE,
-    NOTIFICATION,
-    REQUEST,
-    RESPONSE,
-    Direction,
-    Frame,
-    Handler,
-    Message,
-    Middleware,
-    Reply,
-    Session,
-)
+from ..core.session import Session
+from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Direction, Message
 from ..registry.schemas import SchemaRegistry, ToolIO, violations
 from ..registry.versions import resolve_version
-from .stage import CheckStage
+from .stage import Inspection
 
-__all__ = [
-    "ToolSchemas",
-    "check_message",
-    "check_tool_output",
-    "governing_version",
-    "schema_check",
-    "tool_output_check",
-]
+__all__ = ["SchemaCheck", "ToolSchemas", "check_message", "check_tool_output", "governing_version"]
 
 
 class ToolSchemas(Protocol):
@@ -48,12 +30,6 @@ class ToolSchemas(Protocol):
     strict: bool
 
     def io(self, name: str) -> ToolIO | None: ...
-
-
-def _opposite(direction: Direction) -> Direction:
-    if direction is Direction.CLIENT_TO_SERVER:
-        return Direction.SERVER_TO_CLIENT
-    return Direction.CLIENT_TO_SERVER
 
 
 def _is_own_tool_method(registry: SchemaRegistry, message: Message, tools: ToolSchemas | None) -> bool:
@@ -76,14 +52,14 @@ def governing_version(
 ) -> str:
     """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``)."""
     if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
-        if session.protocol_version is None and message.id is not None:
+        if session.version is None and message.id is not None:
             # A stateless request's reply is of the version the request stated (2026-07-28).
-            stated = session.pending_versions.get((_opposite(direction), message.id))
-            if stated in registry.stateless_versions:
-                return stated
-        return session.protocol_version or registry.latest_handshake
+            pending = session.peek(direction.opposite, message.id)
+            if pending is not None and pending.version in registry.stateless_versions:
+                return pending.version
+        return session.version or registry.latest_handshake
     if _is_own_tool_method(registry, message, tools):
-        return session.protocol_version or registry.latest
+        return session.version or registry.latest
     return resolve_version(message, direction, session, registry)
 
 
@@ -128,14 +104,15 @@ def check_message(
     if message.id is None:  # an error response to a frame whose id could not be read
         found = violations(protocol.envelope_validator(protocol.error_response_def), document)
     else:
-        method, tool = session.settle(_opposite(direction), message.id)
-        if method is None:
+        pending = session.settle(direction.opposite, message.id)
+        if pending is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
         if message.kind is ERROR_RESPONSE:
             found = violations(protocol.envelope_validator(protocol.error_response_def), document)
         else:
-            validator = protocol.result_validator(method)
+            validator = protocol.result_validator(pending.method)
             found = [] if validator is None else violations(validator, document["result"], prefix="/result")
+            tool = pending.tool
             tool_io = tools.io(tool) if tools is not None and tool is not None else None
             if not found and tool_io is not None:
                 check_tool_output(tool_io, document["result"])
@@ -174,57 +151,42 @@ def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
         raise Rejection(CanonicalError.INVALID_TOOL_OUTPUT, found)
 
 
-def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> CheckStage:
-    def check(frame: Frame) -> Frame:
-        message = frame.message
-        document = frame.document
-        assert document is not None and message is not None
-        session = frame.session
-        annotations = None
+class SchemaCheck:
+    """Stage 5: the frame against the schema of the version in force (and a tool's own schemas)."""
+
+    __slots__ = ("direction", "registry", "tools")
+
+    def __init__(self, registry: SchemaRegistry, direction: Direction, tools: ToolSchemas | None = None) -> None:
+        self.registry = registry
+        self.direction = direction
+        self.tools = tools
+
+    def inspect(self, inspection: Inspection) -> None:
+        message, document = inspection.message, inspection.document
+        assert document is not None and message is not None, "the schema check runs after classify"
+        session, direction, tools = inspection.frame.session, self.direction, self.tools
         if message.id is not None and (message.kind is RESPONSE or message.kind is ERROR_RESPONSE):
-            # Name the request a response answers, for the stages and logs after this one.
-            key = (_opposite(frame.direction), message.id)
-            message = message._replace(method=session.pending.get(key))
-            tool = session.pending_tools.get(key)
-            if tool is not None:
-                annotations = {**frame.annotations, "tool": tool}
+            # Name the request a response answers (and the tool it called), for what comes after.
+            pending = session.peek(direction.opposite, message.id)
+            if pending is not None:
+                message = message._replace(method=pending.method, tool=pending.tool)
+        inspection.message = message
         try:
-            version = governing_version(registry, message, direction=frame.direction, session=session, tools=tools)
+            version = governing_version(self.registry, message, direction=direction, session=session, tools=tools)
         except Rejection as rejection:
-            rejection.frame = frame.evolve(message=message, annotations=annotations)
+            rejection.message = message
             raise
-        checked = frame.evolve(message=message, version=version, annotations=annotations)
+        inspection.message = message = message._replace(version=version)
         try:
             check_message(
-                registry, document, message, version=version, direction=frame.direction, session=session, tools=tools
+                self.registry,
+                document,
+                message,
+                version=version,
+                direction=direction,
+                session=session,
+                tools=self.tools,
             )
         except Rejection as rejection:
-            rejection.frame = checked
+            rejection.message = message
             raise
-        return checked
-
-    return CheckStage(check)
-
-
-def tool_output_check(tools: ToolSchemas) -> Middleware:
-    """The schema check's way back: the reply to a ``tools/call`` meets the tool's output schema."""
-
-    def middleware(next_handler: Handler) -> Handler:
-        async def handle(frame: Frame) -> Reply | None:
-            reply = await next_handler(frame)
-            message = frame.message
-            if reply is None or reply.document is None or message is None or message.method != "tools/call":
-                return reply
-            result = reply.document.get("result")
-            tool_io = tools.io((message.params or {}).get("name", ""))
-            if isinstance(result, Mapping) and tool_io is not None:
-                try:
-                    check_tool_output(tool_io, result)
-                except Rejection as rejection:
-                    rejection.frame = frame
-                    raise
-            return reply
-
-        return handle
-
-    return middleware

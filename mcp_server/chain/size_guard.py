@@ -1,15 +1,12 @@
-"""Pipeline stage 1: refuse a frame over the byte limit before anything parses it. Pure core; no I/O."""
+"""Pipeline stage 1: refuse a frame over the byte limit before anything parses it. Pure; no I/O."""
 
 from __future__ import annotations
 
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import Frame
-from .stage import CheckStage
+from ..core.settings import DEFAULT_MAX_FRAME_BYTES
+from .stage import Inspection
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "check_size", "size_guard"]
-
-DEFAULT_MAX_FRAME_BYTES = 1_048_576
-"""1 MiB of UTF-8, the NDJSON newline not counted."""
+__all__ = ["SizeGuard", "check_size"]
 
 
 def check_size(size: int, limit: int) -> None:
@@ -18,9 +15,12 @@ def check_size(size: int, limit: int) -> None:
         raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE)
 
 
-def size_guard(limit: int = DEFAULT_MAX_FRAME_BYTES) -> CheckStage:
-    def check(frame: Frame) -> Frame:
-        check_size(len(frame.raw) if frame.size is None else frame.size, limit)
-        return frame
+class SizeGuard:
+    __slots__ = ("limit",)
 
-    return CheckStage(check)
+    def __init__(self, limit: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        self.limit = limit
+
+    def inspect(self, inspection: Inspection) -> None:
+        frame = inspection.frame
+        check_size(len(frame.raw) if frame.size is None else frame.size, self.limit)

@@ -1,32 +1,33 @@
-"""A middleware whose whole work is a synchronous check: the form of most pipeline stages.
+"""What a pipeline stage is: a pure synchronous check of one frame, run on the diagnostic path.
 
-``CheckStage(check)`` is an ordinary middleware (``handle(frame) = next(check(frame))``), so it
-composes like any other; ``chain.compose`` runs a row of them in one coroutine instead of one
-coroutine per stage, which is the same thing, faster.
+A stage reads and fills one ``Inspection`` (the frame and what earlier stages learnt of it) and
+refuses by raising ``Rejection``. ``compose`` runs the stages in order only for a frame the compiled
+fast path doubts; for every other frame their tables are what the fast path looks up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from ..core.types import Frame, Handler, Reply
+from ..core.types import Frame, Message
 
-__all__ = ["Check", "CheckStage"]
-
-Check = Callable[[Frame], Frame]
-"""A stage's synchronous core: the frame to hand on, or ``Rejection`` raised."""
+__all__ = ["Inspection", "Stage"]
 
 
-class CheckStage:
-    __slots__ = ("check",)
+class Inspection:
+    """One frame on the diagnostic path: the frame, its parsed document, and the message as known."""
 
-    def __init__(self, check: Check) -> None:
-        self.check = check
+    __slots__ = ("document", "frame", "message")
 
-    def __call__(self, next_handler: Handler) -> Handler:
-        check = self.check
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+        self.document: Mapping[str, Any] | None = None
+        self.message: Message | None = None
 
-        async def handle(frame: Frame) -> Reply | None:
-            return await next_handler(check(frame))
 
-        return handle
+class Stage(Protocol):
+    """One check of the chain, in the order ``compose`` is given them."""
+
+    def inspect(self, inspection: Inspection) -> None:
+        """Check the frame as far as this stage goes (filling ``inspection``), or raise ``Rejection``."""

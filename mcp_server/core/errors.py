@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .types import Frame
+    from .types import Message
 
 __all__ = [
     "JSONRPC_RESERVED_CODES",
@@ -151,14 +151,13 @@ MCP_RESERVED_CODES_SINCE = "2026-07-28"
 
 
 class Rejection(Exception):
-    """Raised by a pipeline stage to refuse a frame; rendered once, by the error boundary.
+    """Raised by a pipeline stage to refuse a frame; rendered once, at the boundary.
 
     ``errors`` are detail entries (``{"path", "msg", ...}``); ``extra`` adds fields to
     ``error.data`` that a spec prescribes (for example ``requested``/``supported`` of -32022).
-    ``frame`` is the frame as the raising stage saw it (its message and version, when known,
-    decide whether and how the boundary answers). A stage that knows the frame better sets it on
-    the rejection as it passes and raises the same one, so what the rejection says of itself
-    (``extra``, ``decision_logged``) reaches the boundary whole.
+    ``message`` is what the chain knew of the frame when it refused it (its kind and id decide
+    whether and how the boundary answers); a stage that learns more sets it on the rejection as it
+    passes and raises the same one, so what the rejection says of itself reaches the boundary whole.
     """
 
     def __init__(
@@ -167,11 +166,11 @@ class Rejection(Exception):
         errors: Sequence[Mapping[str, Any]] = (),
         *,
         extra: Mapping[str, Any] | None = None,
-        frame: Frame | None = None,
+        message: Message | None = None,
     ) -> None:
         super().__init__(error.slug)
         self.error = error
-        self.frame = frame
+        self.message = message
         self.errors: tuple[Mapping[str, Any], ...] = tuple(errors) or ({"path": "", "msg": error.slug},)
         self.extra: Mapping[str, Any] = extra or {}
         self.decision_logged = False  # the policy decision behind it is an event already (the gate told it)

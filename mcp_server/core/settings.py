@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from ..chain.size_guard import DEFAULT_MAX_FRAME_BYTES
-from ..registry.schemas import SchemaRegistry, violations
-from . import jsonio
 
 __all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
     "ENDPOINTS",
     "LOG_FORMATS",
     "LOG_LEVELS",
@@ -20,9 +15,10 @@ __all__ = [
     "SetupError",
     "log_level",
     "parse_host_port",
-    "read_config",
 ]
 
+DEFAULT_MAX_FRAME_BYTES = 1_048_576
+"""1 MiB of UTF-8, the NDJSON newline not counted."""
 ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("warning", "info", "debug")
@@ -31,27 +27,6 @@ LOG_LEVELS = ("warning", "info", "debug")
 
 class SetupError(Exception):
     """A configuration that cannot work; the CLI prints ``mcp:error reason=setup_failed`` and exits 2."""
-
-
-def read_config(path: Path, *, what: str, schema: str, registry: SchemaRegistry) -> Any:
-    """A TOML or JSON configuration file, validated against ``schemas/<schema>``; anything wrong is a
-    ``SetupError`` naming the file and the line (syntax) or the JSON pointer (schema)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SetupError(f"{what} {path}: {exc.strerror}") from None
-    try:
-        document = tomllib.loads(raw.decode()) if path.suffix == ".toml" else jsonio.loads(raw)
-    except tomllib.TOMLDecodeError as exc:
-        raise SetupError(f"{what} {path}: not valid TOML: {exc}") from None  # names line and column
-    except jsonio.JSONSyntaxError as exc:
-        raise SetupError(f"{what} {path}: not valid JSON: {exc}") from None  # names line and column
-    except UnicodeDecodeError:
-        raise SetupError(f"{what} {path}: not UTF-8") from None
-    found = violations(registry.bundled(schema), document)
-    if found:
-        raise SetupError(f"{what} {path}: at {found[0]['path'] or '/'}: {found[0]['msg']}")
-    return document
 
 
 def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:

@@ -1,22 +1,23 @@
-"""The vocabulary of the pipeline: frames, messages, replies, handlers and middleware.
+"""The vocabulary of the per-frame path: kinds, directions, frames as they arrive, messages as the
+chain reads them, and replies.
 
-Values only; no I/O and no logic beyond trivial accessors.
+Values only; imports nothing above ``core``. A ``Frame`` is what a transport hands in (bytes and
+where they came from); a ``Message`` is what the chain learnt of it (the verdict, or as much as it
+knew when it refused the frame).
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import jsonio
-from .errors import CanonicalError
 
 if TYPE_CHECKING:
-    from ..serve.peer import PeerChannel
+    from .errors import CanonicalError
+    from .session import Session
 
 __all__ = [
     "CLIENT_TO_SERVER",
@@ -30,10 +31,8 @@ __all__ = [
     "Handler",
     "Message",
     "MessageKind",
-    "Middleware",
     "Reply",
     "RequestId",
-    "Session",
 ]
 
 RequestId = str | int
@@ -52,6 +51,10 @@ class Direction(StrEnum):
     CLIENT_TO_SERVER = "client_to_server"
     SERVER_TO_CLIENT = "server_to_client"
 
+    @property
+    def opposite(self) -> Direction:
+        return SERVER_TO_CLIENT if self is CLIENT_TO_SERVER else CLIENT_TO_SERVER
+
 
 # The members as module constants, for the per-frame path: reading an Enum class attribute costs a
 # descriptor call each time.
@@ -60,154 +63,52 @@ RESPONSE, ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
 CLIENT_TO_SERVER, SERVER_TO_CLIENT = Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT
 
 
-class Message(NamedTuple):
-    """A classified JSON-RPC 2.0 message. ``id`` is ``None`` for a notification.
-
-    For a response, ``method`` is the method of the request it answers, once the schema check
-    has matched it (``None`` before, or when no request of that id is known).
-    """
-
-    kind: MessageKind
-    id: RequestId | None = None
-    method: str | None = None
-    params: Mapping[str, Any] | None = None
-
-    @property
-    def expects_reply(self) -> bool:
-        return self.kind is MessageKind.REQUEST
-
-
-_session_ids = itertools.count(1)
-
-
-class Session:
-    """Per-connection protocol state, owned by one transport connection.
-
-    Deliberately mutable: it is the state machine of the MCP lifecycle (basic/lifecycle),
-    touched only by the router's lifecycle handlers and read by the schema check.
-    """
-
-    __slots__ = (
-        "client_capabilities",
-        "client_info",
-        "id",
-        "initialized",
-        "log_id",
-        "peer",
-        "pending",
-        "pending_tools",
-        "pending_versions",
-        "protocol_version",
-    )
-
-    def __init__(self, *, session_id: str | None = None) -> None:
-        self.id: str = session_id or f"s{next(_session_ids)}"
-        self.protocol_version: str | None = None
-        self.initialized = False
-        self.log_id: str | None = None  # the session's id in the event log, given on its first event
-        self.client_info: Mapping[str, Any] | None = None
-        self.client_capabilities: Mapping[str, Any] | None = None
-        # Requests sent towards a peer and not answered yet: (direction of the request, id) → method.
-        self.pending: dict[tuple[Direction, RequestId], str] = {}
-        # The tool named by each pending ``tools/call``, so its result meets the tool's outputSchema.
-        self.pending_tools: dict[tuple[Direction, RequestId], str] = {}
-        # How to send the client a request of the server's own (elicitation), on transports that can.
-        self.peer: PeerChannel | None = None
-        # The version each pending request stated for itself (2026-07-28: no session version).
-        self.pending_versions: dict[tuple[Direction, RequestId], str] = {}
-
-    def expect_reply(
-        self,
-        direction: Direction,
-        request_id: RequestId,
-        method: str,
-        tool: str | None = None,
-        *,
-        version: str | None = None,
-    ) -> None:
-        """Record a request sent in ``direction`` so its response is checked against its result type
-        (of ``version``, when the request stated its own)."""
-        self.pending[(direction, request_id)] = method
-        if tool is not None:
-            self.pending_tools[(direction, request_id)] = tool
-        if version is not None:
-            self.pending_versions[(direction, request_id)] = version
-
-    def settle(self, direction: Direction, request_id: RequestId) -> tuple[str | None, str | None]:
-        """The request sent in ``direction`` is answered (or answered for): no longer pending.
-        Returns its method and tool (``None`` when it was not pending)."""
-        key = (direction, request_id)
-        self.pending_versions.pop(key, None)
-        return self.pending.pop(key, None), self.pending_tools.pop(key, None)
-
-
-_NO_ANNOTATIONS: Mapping[str, Any] = MappingProxyType({})
-
-
 class Frame(NamedTuple):
-    """One frame as it moves through the chain; each stage hands on a new frame.
-
-    ``raw`` is the bytes as received (without the NDJSON newline); ``document`` is set once
-    by the JSON syntax stage, ``message`` by classify, ``version`` by the schema check.
-    ``draft`` is what the event log learns of the frame on its way (``events.Draft``): given by
-    the error boundary when there is a log, and carried by every frame a stage makes of this one.
-    A named tuple: immutable, and cheap to copy (several stages copy it per frame).
-    """
+    """One frame as a transport hands it in: the bytes (without the NDJSON newline) and where they
+    came from. Nothing here is parsed; the chain reads the frame and answers with a ``Message``."""
 
     raw: bytes
     transport: str
     session: Session
     size: int | None = None  # bytes received, when ``raw`` holds less (a drained oversized line)
     direction: Direction = Direction.CLIENT_TO_SERVER
-    headers: Mapping[str, str] | None = None
-    document: Mapping[str, Any] | None = None
-    message: Message | None = None
-    version: str | None = None
-    annotations: Mapping[str, Any] = _NO_ANNOTATIONS
-    draft: list[Any] | None = None
+    headers: Mapping[str, str] | None = None  # an HTTP request's headers (lower-case names)
 
-    def evolve(
-        self,
-        *,
-        raw: bytes | None = None,
-        document: Mapping[str, Any] | None = None,
-        message: Message | None = None,
-        version: str | None = None,
-        annotations: Mapping[str, Any] | None = None,
-    ) -> Frame:
-        """A new frame with the given fields changed (``None`` keeps a field as it is)."""
-        old_raw, transport, session, size, direction, headers, old_doc, old_msg, old_version, old_notes, draft = self
-        return tuple.__new__(
-            Frame,
-            (
-                old_raw if raw is None else raw,
-                transport,
-                session,
-                size,
-                direction,
-                headers,
-                old_doc if document is None else document,
-                old_msg if message is None else message,
-                old_version if version is None else version,
-                old_notes if annotations is None else annotations,
-                draft,
-            ),
-        )
+
+class Message(NamedTuple):
+    """What the chain learnt of a frame: for a valid frame, its verdict; for a refused one, as much
+    as was known when it was refused (``kind`` and ``id`` decide whether and how to answer).
+
+    ``method`` is, for a response, the method of the request it answers; ``version`` the protocol
+    version whose schema governed the frame; ``tool`` the tool a ``tools/call`` names (or that the
+    answered call named); ``document`` the parsed frame.
+    """
+
+    kind: MessageKind
+    id: RequestId | None = None
+    method: str | None = None
+    params: Mapping[str, Any] | None = None
+    version: str | None = None
+    tool: str | None = None
+    document: Mapping[str, Any] | None = None
+
+    @property
+    def expects_reply(self) -> bool:
+        return self.kind is MessageKind.REQUEST
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reply:
-    """What goes back on the wire for a frame: a JSON-RPC document, or bytes forwarded as is.
+    """What goes on the wire for a frame: a JSON-RPC document, or bytes forwarded as they are.
 
-    ``error`` names the catalogue member when the reply is a rejection (the HTTP transport
-    takes its status from it). ``to_peer`` sends it on to the other side instead of back to the
-    sender (a gateway relaying a frame).
+    ``error`` names the catalogue member when the reply is a rejection (the HTTP transport takes its
+    status from it, with the version in force: ``version``).
     """
 
     document: Mapping[str, Any] | None = None
     raw: bytes | None = None
     error: CanonicalError | None = None
-    to_peer: bool = False
+    version: str | None = None
     # The document serialised, once: the event log measures the reply and the transport sends it.
     _encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -222,7 +123,4 @@ class Reply:
 
 
 Handler = Callable[[Frame], Awaitable[Reply | None]]
-"""Handles a frame; ``None`` means no reply (a notification, or a response)."""
-
-Middleware = Callable[[Handler], Handler]
-"""Wraps a handler; the chain is a composition of these."""
+"""An application's entry: a frame in, its reply out (``None``: nothing to answer)."""

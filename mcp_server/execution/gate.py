@@ -16,7 +16,6 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
-from ..observe.events import EventLog
 from .approvals import ApprovalBook
 from .policy import Policy
 from .redaction import Redactor
@@ -107,11 +106,11 @@ def _now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def event_sink(events: EventLog) -> RecordSink:
-    """The run's event log as the sink: one ``execution`` event per record (the log redacts)."""
+def event_sink(emit: Callable[..., None]) -> RecordSink:
+    """The run's event log as the sink (its ``emit``): one ``execution`` event per record (the log redacts)."""
 
     def sink(record: ExecutionRecord) -> None:
-        events.emit(
+        emit(
             "execution",
             transport="http",
             route=record.endpoint,

@@ -18,7 +18,8 @@ import httpx
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
-from ..core.settings import SetupError, read_config
+from ..core.settings import SetupError
+from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry, ToolIO
 from ..serve.tools import Tool, ToolContext, ToolFunction
 from .gate import ExecutionRecord, RecordSink, Stopwatch, Trace

@@ -1,7 +1,7 @@
-"""The policy engine (one for serve, gateway, /execute and every outbound call) and its chain stage.
+"""The policy engine: one for serve, the gateway, /execute and every outbound call.
 
-Pure and synchronous: decisions are functions of the compiled policy and the frame or call; the
-stage sits after classify and before the schema check. It does no I/O and never executes a tool.
+Pure and synchronous: decisions are functions of the compiled policy and the call (the chain's
+policy stage, ``chain/policy_check.py``, applies it to frames). No I/O; it never executes a tool.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..chain.stage import CheckStage
-from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
-from ..core.settings import SetupError, read_config
-from ..core.types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, SERVER_TO_CLIENT, Direction, Frame, RequestId
+from ..core.settings import SetupError
+from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry
 from .redaction import Redactor
 
@@ -30,7 +28,6 @@ __all__ = [
     "denial",
     "load_policy",
     "outbound_reason",
-    "policy_stage",
 ]
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -86,9 +83,9 @@ class ToolRule:
     max_result_bytes: int | None = None
 
 
-def denial(error: CanonicalError, path: str, msg: str, *, frame: Frame | None = None, **extra: Any) -> Rejection:
+def denial(error: CanonicalError, path: str, msg: str, **extra: Any) -> Rejection:
     """A policy refusal: a catalogue member with ``policy_violation: true`` in ``error.data``."""
-    return Rejection(error, [{"path": path, "msg": msg}], extra={"policy_violation": True, **extra}, frame=frame)
+    return Rejection(error, [{"path": path, "msg": msg}], extra={"policy_violation": True, **extra})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -232,94 +229,3 @@ def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
                 f"policy {path}: at /redaction/patterns/{index}: not a regular expression: {exc}"
             ) from None
     return Policy.from_document(document)
-
-
-def policy_stage(
-    policy: Policy, *, tool_methods: frozenset[str] = frozenset(), can_hold: Callable[[Frame], bool] | None = None
-) -> CheckStage:
-    """Stage 4: size per direction, method allow/deny, tool allow/deny and argument size.
-
-    ``tool_methods`` are tools a server also answers as methods of their own name; the tool
-    rules govern those calls too. ``can_hold(frame)`` says whether something behind the stage
-    can hold that call for approval (default: yes); where it cannot, a call whose
-    tool needs approval is denied: approval fails closed.
-    """
-    max_bytes = policy.max_bytes
-    inbound = max_bytes.get("client_to_server")
-    outbound = max_bytes.get("server_to_client")
-    method_denial = policy.method_denial
-    result_limits = any(rule.max_result_bytes is not None for _, rule in policy.tool_rules)
-
-    def check(frame: Frame) -> Frame:
-        limit = inbound if frame.direction is CLIENT_TO_SERVER else outbound
-        if limit is not None:
-            size = frame.size if frame.size is not None else len(frame.raw)
-            if size > limit:
-                raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", frame=_answered(frame), limit=limit)
-        message = frame.message
-        if message is None:
-            return frame
-        if message.kind is not REQUEST and message.kind is not NOTIFICATION:
-            if result_limits and message.id is not None:
-                _check_result(policy, frame)
-            return frame
-        method = message.method
-        if method is None:
-            return frame
-        reason = method_denial(method)
-        if reason is not None:
-            raise denial(CanonicalError.POLICY_DENIED, "/method", reason, frame=frame)
-        if method == "tools/call":
-            params = message.params or {}
-            name = params.get("name")
-            if isinstance(name, str):
-                _check_call(policy, name, params.get("arguments"), frame)
-                if can_hold is not None and policy.rule_for(name).approval and not can_hold(frame):
-                    raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable", frame=frame)
-        elif method in tool_methods:
-            _check_call(policy, method, message.params, frame)
-        return frame
-
-    return CheckStage(check)
-
-
-def _check_call(policy: Policy, tool: str, arguments: Any, frame: Frame) -> None:
-    rule = policy.rule_for(tool)
-    limit = rule.max_argument_bytes
-    # The arguments are measured only when the whole frame could be over the tool's limit.
-    size = len(jsonio.dumps(arguments)) if limit is not None and len(frame.raw) > limit else 0
-    try:
-        policy.check_call(tool, size)
-    except Rejection as rejection:
-        rejection.frame = frame
-        raise
-
-
-def _request_key(frame: Frame) -> tuple[Direction, RequestId] | None:
-    """The key of the request a response answers (it went the other way)."""
-    message = frame.message
-    if message is None or message.id is None or message.kind is REQUEST or message.kind is NOTIFICATION:
-        return None
-    return (SERVER_TO_CLIENT if frame.direction is CLIENT_TO_SERVER else CLIENT_TO_SERVER), message.id
-
-
-def _answered(frame: Frame) -> Frame:
-    """A denied response names the request it answered (and settles it): a gateway can then answer
-    that request in its place. Other frames are returned as they are."""
-    key = _request_key(frame)
-    if key is None or frame.message is None:
-        return frame
-    method, _ = frame.session.settle(*key)
-    return frame.evolve(message=frame.message._replace(method=method))
-
-
-def _check_result(policy: Policy, frame: Frame) -> None:
-    """A tool's result within the tool's ``max_result_bytes`` (a gateway sees results as frames)."""
-    key = _request_key(frame)
-    tool = frame.session.pending_tools.get(key) if key is not None else None
-    if tool is None:
-        return
-    limit = policy.rule_for(tool).max_result_bytes
-    size = frame.size if frame.size is not None else len(frame.raw)
-    if limit is not None and size > limit:
-        raise denial(CanonicalError.POLICY_DENIED, "/result", "result_too_large", frame=_answered(frame))

@@ -12,7 +12,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import SetupError, read_config
+from ..core.settings import SetupError
+from ..registry.config import read_config
 from ..core.types import Direction
 from ..registry.schemas import SchemaRegistry
 

@@ -678,7 +678,7 @@ async def run_gateway_http(
     metrics = None
     if events is not None:
         metrics = Metrics(registry)
-        events.count_with(metrics)
+        events.count_with(metrics.count)
     app = GatewayHttpApp(new_upstream, checks, options, metrics=metrics)
     reaper = asyncio.ensure_future(app.reap_forever())
     try:

@@ -17,7 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
 from ..registry.schemas import SchemaRegistry
-from .events import EMITTED_ROW, FRAME_ROW
+from .events import FRAME_ROW
+from .writer import EMITTED_ROW
 
 __all__ = ["CONTENT_TYPE", "MAX_TOOL_LABELS", "Metrics"]
 

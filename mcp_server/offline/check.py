@@ -14,11 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from ..chain.classify import classify, shape_of
+from ..chain.classify import shape_of
+from ..chain.compose import build_chain
 from ..chain.json_syntax import parse
-from ..chain.schema_check import check_message, governing_version
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
+from ..core.session import Session
 from ..core.types import (
     CLIENT_TO_SERVER,
     NOTIFICATION,
@@ -26,8 +27,8 @@ from ..core.types import (
     RESPONSE,
     SERVER_TO_CLIENT,
     Direction,
+    Frame,
     Message,
-    Session,
 )
 from ..observe.report import nested
 from ..registry.schemas import SchemaRegistry
@@ -152,9 +153,6 @@ class CheckReport:
         }
 
 
-_OPPOSITE = {CLIENT_TO_SERVER: SERVER_TO_CLIENT, SERVER_TO_CLIENT: CLIENT_TO_SERVER}
-
-
 class SessionCheck:
     """One recorded session, followed frame by frame as the chain would see it.
 
@@ -181,7 +179,13 @@ class SessionCheck:
         self.forced = version
         self.allow_codes = tuple(allow_codes)
         if version is not None:
-            self.session.protocol_version = report.protocol_version = version
+            self.session.negotiate(version)
+            report.protocol_version = version
+        # Both directions' chains, exactly as the gateway runs them (no size limit: a recording has none).
+        self._chains = {
+            direction: build_chain(registry, direction, tools=self.tools, max_frame_bytes=sys.maxsize)
+            for direction in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)
+        }
         # Who sends each method, per version and over every version (before one is known):
         # None when both sides may (ping, notifications/progress, …).
         protocols = registry.protocols.values()
@@ -256,6 +260,8 @@ class SessionCheck:
         error = event.get("error")
         if not isinstance(error, Mapping) or (kind == "frame" and self._run_mode == "gateway"):
             return
+        if kind == "frame" and direction is SERVER_TO_CLIENT:
+            return  # a server's reply to a refused frame: the refusal is the frame's own event
         tool = event.get("tool_id")
         self.report.violation(
             str(event.get("rule") or error.get("code")),
@@ -275,134 +281,115 @@ class SessionCheck:
             raise CaptureError("not_utf8", f"line {number}, byte {exc.start}: not UTF-8") from None
 
     def frame(self, number: int, document: Mapping[str, Any], direction: Direction | None) -> None:
-        """One parsed frame through classify and the schema check, then the session's bookkeeping."""
-        report = self.report
-        session = self.session
-        try:
-            message = classify(document)
-        except Rejection as rejection:
-            shape = shape_of(document)
-            method = document.get("method")
-            method = method if isinstance(method, str) else None
-            direction = direction or self._infer(shape._replace(method=method))
-            report.frames[direction, method or "(not json-rpc)"] += 1
-            report.violation(
-                rejection.error.slug,
-                line=number,
-                direction=direction,
-                method=method,
-                request_id=shape.id,
-                errors=rejection.errors,
-            )
-            return
-        kind = message.kind
+        """One parsed frame through the chain of its direction, then the session's bookkeeping."""
         if direction is None:
-            direction = self._infer(message)
-        tool = None
-        if kind is REQUEST or kind is NOTIFICATION:
-            method = message.method
-            if method == "tools/call" and type(message.params) is dict:  # parsed JSON: a dict, never a subclass
-                name = message.params.get("name")
-                tool = name if isinstance(name, str) else None
-        elif message.id is not None:
-            key = (_OPPOSITE[direction], message.id)
-            method = session.pending.get(key)
-            tool = session.pending_tools.get(key)
-            message = Message(kind, message.id, method)
-        else:
-            method = None
-        # Keyed by the Direction itself (a str): its ``.value`` is a descriptor call per frame.
-        report.frames[direction, method or "(unknown request)"] += 1
-        passed = True
-        version: str | None = None
+            direction = self._infer(document)
+        frame = Frame(raw=b"", transport="capture", session=self.session, direction=direction)
         try:
-            version = governing_version(self.registry, message, direction=direction, session=session, tools=self.tools)
-            check_message(
-                self.registry,
-                document,
-                message,
-                version=version,
-                direction=direction,
-                session=session,
-                tools=self.tools,
-            )
+            message = self._chains[direction].check_parsed(frame, dict(document))
         except Rejection as rejection:
-            passed = False
-            report.violation(
+            message = rejection.message or shape_of(document)
+            self._count(direction, message, refused=True)
+            self.report.violation(
                 rejection.error.slug,
                 line=number,
                 direction=direction,
-                method=method,
-                tool=tool,
+                method=message.method,
+                tool=message.tool,
                 request_id=message.id,
                 errors=rejection.errors,
             )
+            if message.kind is REQUEST and message.id is not None and message.method is not None:
+                self.session.expect(direction, message.id, message.method, message.tool)  # its answer is still due
+            return
+        self._count(direction, message, refused=False)
+        self._follow(number, direction, message)
+
+    def _count(self, direction: Direction, message: Message, *, refused: bool) -> None:
+        # Keyed by the Direction itself (a str): its ``.value`` is a descriptor call per frame.
+        if message.kind is REQUEST or message.kind is NOTIFICATION or not refused:
+            self.report.frames[direction, message.method or "(unknown request)"] += 1
+        else:
+            self.report.frames[direction, message.method or "(not json-rpc)"] += 1
+
+    def _follow(self, number: int, direction: Direction, message: Message) -> None:
+        """What a checked frame changes in the session: a request waits for its answer, the
+        handshake settles the version, ``tools/list`` teaches the tools, an error's code is checked."""
+        session, kind, document = self.session, message.kind, message.document
+        assert document is not None
         if kind is REQUEST:
-            if message.id is not None and method is not None:
-                session.expect_reply(direction, message.id, method, tool)
-            if passed and session.protocol_version is None and version in self.registry.stateless_versions:
+            assert message.id is not None and message.method is not None
+            stated = message.version if session.version is None else None
+            session.expect(direction, message.id, message.method, message.tool, stated)
+            if session.version is None and message.version in self.registry.stateless_versions:
                 # A stateless version named in _meta governs the session from here (2026-07-28).
-                session.protocol_version = report.protocol_version = version
+                session.negotiate(message.version)
+                self.report.protocol_version = message.version
         elif kind is NOTIFICATION:
-            if method == "notifications/initialized" and session.protocol_version is not None:
+            if message.method == "notifications/initialized" and session.version is not None:
                 session.initialized = True
         elif kind is RESPONSE:
-            if method == "initialize":
+            if message.method == "initialize":
                 self._negotiated(number, direction, document, message)
-            elif method == "tools/list":
+            elif message.method == "tools/list":
                 self._learn_tools(number, direction, document, message)
-        elif passed and version is not None:
-            code = document["error"]["code"]
-            why = error_code_problem(self.registry, version, code, self.allow_codes)
-            if why is not None:
-                report.violation(
-                    "invalid_error_code",
-                    line=number,
-                    direction=direction,
-                    method=method,
-                    tool=tool,
-                    request_id=message.id,
-                    errors=[{"path": "/error/code", "msg": f"{code}: {why}"}],
-                )
+        elif message.version is not None:
+            self._error_code(number, direction, message)
 
-    def _infer(self, message: Message) -> Direction:
+    def _error_code(self, number: int, direction: Direction, message: Message) -> None:
+        assert message.document is not None and message.version is not None
+        code = message.document["error"]["code"]
+        why = error_code_problem(self.registry, message.version, code, self.allow_codes)
+        if why is not None:
+            self.report.violation(
+                "invalid_error_code",
+                line=number,
+                direction=direction,
+                method=message.method,
+                tool=message.tool,
+                request_id=message.id,
+                errors=[{"path": "/error/code", "msg": f"{code}: {why}"}],
+            )
+
+    def _infer(self, document: Mapping[str, Any]) -> Direction:
         """The sender of a frame recorded without its direction (best effort: a wrapped capture is exact)."""
-        kind = message.kind
-        pending = self.session.pending
-        if kind is REQUEST or kind is NOTIFICATION:
-            requests, notifications = self._sides.get(self.session.protocol_version) or self._sides[None]
-            method = message.method or ""
-            side = (requests if kind is REQUEST else notifications).get(method)
-            if side is not None:
-                return side
-            params = message.params if isinstance(message.params, Mapping) else {}
-            if method == "notifications/progress":  # from the side that answers the request it reports on
-                token = params.get("progressToken")
-                return (
-                    CLIENT_TO_SERVER
-                    if (SERVER_TO_CLIENT, token) in pending and (CLIENT_TO_SERVER, token) not in pending
-                    else SERVER_TO_CLIENT
-                )
-            if method == "notifications/cancelled":  # from the side that sent the request
-                rid = params.get("requestId")
-                return (
-                    SERVER_TO_CLIENT
-                    if (SERVER_TO_CLIENT, rid) in pending and (CLIENT_TO_SERVER, rid) not in pending
-                    else CLIENT_TO_SERVER
-                )
-            return CLIENT_TO_SERVER
-        if (CLIENT_TO_SERVER, message.id) in pending:
+        session = self.session
+        method, request_id = document.get("method"), document.get("id")
+        if method is None:  # a response: the opposite of the request it answers
+            if isinstance(request_id, str | int) and session.peek(CLIENT_TO_SERVER, request_id) is not None:
+                return SERVER_TO_CLIENT
+            if isinstance(request_id, str | int) and session.peek(SERVER_TO_CLIENT, request_id) is not None:
+                return CLIENT_TO_SERVER
             return SERVER_TO_CLIENT
-        if (SERVER_TO_CLIENT, message.id) in pending:
-            return CLIENT_TO_SERVER
-        return SERVER_TO_CLIENT
+        requests, notifications = self._sides.get(session.version) or self._sides[None]
+        side = (requests if "id" in document else notifications).get(method if isinstance(method, str) else "")
+        if side is not None:
+            return side
+        params = document.get("params")
+        params = params if isinstance(params, Mapping) else {}
+        if method == "notifications/progress":  # from the side that answers the request it reports on
+            return self._side_of(params.get("progressToken"), answering=True)
+        if method == "notifications/cancelled":  # from the side that sent the request
+            return self._side_of(params.get("requestId"), answering=False)
+        return CLIENT_TO_SERVER
+
+    def _side_of(self, request_id: Any, *, answering: bool) -> Direction:
+        """The side that sent (``answering``: that answers) the only pending request of ``request_id``."""
+        if not isinstance(request_id, str | int):
+            return SERVER_TO_CLIENT if answering else CLIENT_TO_SERVER
+        by_server = self.session.peek(SERVER_TO_CLIENT, request_id) is not None
+        by_client = self.session.peek(CLIENT_TO_SERVER, request_id) is not None
+        if answering:
+            return CLIENT_TO_SERVER if by_server and not by_client else SERVER_TO_CLIENT
+        return SERVER_TO_CLIENT if by_server and not by_client else CLIENT_TO_SERVER
 
     def _negotiated(self, number: int, direction: Direction, document: Mapping[str, Any], message: Message) -> None:
         if self.forced is not None:
             return
         offered = document["result"].get("protocolVersion")
         if offered in self.registry.protocols:
-            self.session.protocol_version = self.report.protocol_version = offered
+            self.session.negotiate(offered)
+            self.report.protocol_version = offered
             return
         self.report.violation(
             CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug,
@@ -413,7 +400,8 @@ class SessionCheck:
             errors=[{"path": "/result/protocolVersion", "msg": f"{offered!r} is not a bundled version"}],
         )
         # Checked against the newest handshake version from here: better than not at all.
-        self.session.protocol_version = self.report.protocol_version = self.registry.latest_handshake
+        self.session.negotiate(self.registry.latest_handshake)
+        self.report.protocol_version = self.registry.latest_handshake
 
     def _learn_tools(self, number: int, direction: Direction, document: Mapping[str, Any], message: Message) -> None:
         listed = document["result"].get("tools")

@@ -21,7 +21,8 @@ from ..chain.json_syntax import parse
 from ..chain.schema_check import check_message
 from ..core import jsonio
 from ..core.errors import MCP_RESERVED_CODES, MCP_RESERVED_CODES_SINCE, SERVER_ERROR_CODES, CanonicalError, Rejection
-from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind, Session
+from ..core.session import Session
+from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind
 from ..registry.schemas import ProtocolSchema, SchemaError, SchemaRegistry, pointer, violations
 from ..registry.versions import is_at_least
 
@@ -339,7 +340,7 @@ def validate_response(
         session = Session()
         requester = _direction_of(method, protocol.requests)
         if is_request_id(request_id):
-            session.expect_reply(requester, request_id, method)
+            session.expect(requester, request_id, method)
         responder = SERVER_TO_CLIENT if requester is CLIENT_TO_SERVER else CLIENT_TO_SERVER
         verdict = _check(registry, protocol, document, direction=responder, session=session)
     if verdict and error:

@@ -1,8 +1,7 @@
-"""The MCP lifecycle: which protocol version governs a frame, and the handshake and discovery handlers.
+"""Protocol versions: their order, and which one governs a frame. Pure; no I/O.
 
-``resolve_version`` is pure. The handlers are the only code that changes a ``Session``.
-Spec: basic/lifecycle (2024-11-05 … 2025-11-25), and for 2026-07-28 the per-request
-``_meta`` envelope and ``server/discover``.
+Spec: basic/lifecycle (2024-11-05 … 2025-11-25), and for 2026-07-28 the per-request ``_meta``
+envelope (a request states its own version; there is no handshake).
 """
 
 from __future__ import annotations
@@ -11,22 +10,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import Direction, Frame, Message, MessageKind, Session
+from ..core.session import Session
+from ..core.types import Direction, Message, MessageKind
 from .schemas import SchemaRegistry
 
-__all__ = [
-    "PROTOCOL_VERSION_META",
-    "SERVER_NAME",
-    "discover",
-    "initialize",
-    "initialized",
-    "is_at_least",
-    "ping",
-    "resolve_version",
-]
+__all__ = ["PROTOCOL_VERSION_META", "is_at_least", "resolve_version"]
 
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
-SERVER_NAME = "mcp-server"
 
 # Only ping may precede the handshake (basic/lifecycle: "The client SHOULD NOT send requests
 # other than pings before the server has responded to the initialize request").
@@ -55,8 +45,8 @@ def resolve_version(message: Message, direction: Direction, session: Session, re
     by the version it negotiates; a pre-handshake ping by the newest handshake version.
     Anything else before the handshake is refused.
     """
-    if session.protocol_version is not None:
-        return session.protocol_version
+    if session.version is not None:
+        return session.version
     requested = _meta_version(message.params)
     if requested is not None:
         if not isinstance(requested, str):
@@ -80,44 +70,3 @@ def resolve_version(message: Message, direction: Direction, session: Session, re
     if message.method not in registry.protocol(registry.latest_handshake).request_methods:
         return registry.latest_handshake  # unknown everywhere: the schema check answers -32601
     raise Rejection(CanonicalError.NOT_INITIALIZED)
-
-
-def _capabilities(tools: bool) -> dict[str, Any]:
-    return {"tools": {"listChanged": False}} if tools else {}
-
-
-async def initialize(frame: Frame, *, version_string: str, tools: bool = True) -> dict[str, Any]:
-    """``initialize``: commit the negotiated version (chosen by ``resolve_version``) to the session."""
-    session = frame.session
-    if session.protocol_version is not None:
-        raise Rejection(CanonicalError.ALREADY_INITIALIZED, frame=frame)
-    assert frame.version is not None and frame.message is not None
-    params = frame.message.params or {}
-    session.protocol_version = frame.version
-    session.client_info = params.get("clientInfo")
-    session.client_capabilities = params.get("capabilities")
-    return {
-        "protocolVersion": frame.version,
-        "capabilities": _capabilities(tools),
-        "serverInfo": {"name": SERVER_NAME, "version": version_string},
-    }
-
-
-async def initialized(frame: Frame) -> None:
-    """``notifications/initialized``: the client finished the handshake."""
-    if frame.session.protocol_version is not None:
-        frame.session.initialized = True
-
-
-async def ping(frame: Frame) -> dict[str, Any]:
-    return {}
-
-
-async def discover(frame: Frame, *, registry: SchemaRegistry, tools: bool = True) -> dict[str, Any]:
-    """``server/discover`` (2026-07-28): what this server speaks. Nothing user-specific: public."""
-    return {
-        "supportedVersions": list(registry.versions),
-        "capabilities": _capabilities(tools),
-        "cacheScope": "public",
-        "ttlMs": 0,
-    }

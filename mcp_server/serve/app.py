@@ -5,26 +5,33 @@ Transport-free: every transport hands frames to the handler built here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from functools import partial
+from time import perf_counter
 from typing import Any
 
 from .. import __version__
+from ..chain.boundary import contain, render_rejection
 from ..chain.compose import build_chain
+from ..chain.policy_check import PolicyCheck
+from ..chain.schema_check import check_tool_output
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import Settings
-from ..core.types import NOTIFICATION, REQUEST, Frame, Handler, Reply
+from ..core.types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, Frame, Handler, Message, Reply
 from ..execution.approvals import ApprovalBook
 from ..execution.gate import Elicit, ExecutionGate, Trace
-from ..execution.policy import Policy, policy_stage
+from ..execution.policy import Policy
 from ..observe.events import EventLog
 from ..registry.schemas import SchemaRegistry
-from ..registry.versions import discover, initialize, initialized, ping
+from .lifecycle import discover, initialize, initialized, ping
 from .router import Route, Router
 from .tools import Tool, ToolContext, ToolSet
 
 __all__ = ["build_server", "call_tool_result"]
+
+log = logging.getLogger("mcp_server")
 
 
 def call_tool_result(output: Mapping[str, Any], registry: SchemaRegistry, version: str) -> dict[str, Any]:
@@ -69,19 +76,62 @@ def build_server(
     gate: ExecutionGate | None = None,
     events: EventLog | None = None,
 ) -> Handler:
-    """The serve handler. With ``policy``, the policy stage sits in the chain; ``gate`` (built
-    from the policy when not given) governs every tool run: approval, timeout, result limits."""
+    """The serve handler: a frame in, its reply out. With ``policy``, the policy stage sits in the
+    chain; ``gate`` (built from the policy when not given) governs every tool run: approval, timeout,
+    result limits. With ``events``, every frame and its reply are rows of the log."""
     if gate is None:
         governing = policy or Policy()
-        approvals = ApprovalBook.of(governing)
-        gate = ExecutionGate(governing, approvals)
-    checked = policy is not None and gate.policy is policy  # the chain's policy stage has allowed each call
+        gate = ExecutionGate(governing, ApprovalBook.of(governing))
+    router = Router(_routes(registry, tools, gate, checked=policy is not None and gate.policy is policy), registry)
+    stage = None
+    if policy is not None:
+        stage = PolicyCheck(policy, CLIENT_TO_SERVER, tool_methods=frozenset(t.name for t in tools))
+    chain = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=settings.max_frame_bytes, policy=stage)
+    return _boundary(chain.check, router, registry, events)
 
-    async def governed(tool: Tool, arguments: Any, frame: Frame) -> dict[str, Any]:
-        params = frame.message.params if frame.message is not None else None
-        trace = _trace_of(frame, params if isinstance(params, Mapping) else {})
+
+def _boundary(
+    check: Callable[[Frame], Message], router: Router, registry: SchemaRegistry, events: EventLog | None
+) -> Handler:
+    """Where a frame is answered: the chain's verdict, the route, and every failure rendered once
+    (canonical error mapping); the log, when there is one, takes the frame's row after its reply."""
+
+    async def handle(frame: Frame) -> Reply | None:
+        began = 0.0 if events is None else perf_counter()
+        message = None
+        try:
+            message = check(frame)
+            reply = None
+            if message.kind is REQUEST or message.kind is NOTIFICATION:
+                reply = await router(message, frame)
+            elif frame.session.peer is not None and message.document is not None:
+                frame.session.peer.deliver(message.id, message.document)  # the client's answer to our request
+        except Exception as failure:
+            rejection = contain(failure)
+            if rejection.message is None:
+                rejection.message = message
+            reply = render_rejection(rejection, registry)
+            if events is not None:
+                events.refused(frame, rejection, reply, began)
+            if reply is None:
+                log.info("unanswered invalid frame: %s", rejection.error.slug)
+            return reply
+        if events is not None:
+            events.frame(frame, message, reply, began)
+        return reply
+
+    return handle
+
+
+def _routes(registry: SchemaRegistry, tools: ToolSet, gate: ExecutionGate, *, checked: bool) -> dict[str, Route]:
+    """Method → route: the lifecycle, ``tools/list`` and ``tools/call``, and each tool by its own name.
+    ``checked``: the chain's policy stage has allowed each call already (the gate need not again)."""
+
+    async def governed(tool: Tool, arguments: Any, message: Message, frame: Frame) -> dict[str, Any]:
+        params = message.params if isinstance(message.params, Mapping) else {}
+        trace = _trace_of(frame, params)
         elicit = _elicit(frame)
-        context = ToolContext(registry=registry, version=frame.version, trace=trace, elicit=elicit)
+        context = ToolContext(registry=registry, version=message.version, trace=trace, elicit=elicit)
         return await gate.run(
             tool.name,
             arguments,
@@ -93,24 +143,27 @@ def build_server(
             checked=checked,
         )
 
-    async def list_tools(frame: Frame) -> dict[str, Any]:
-        assert frame.version is not None
-        return {"tools": tools.definitions(registry.protocol(frame.version))}
+    def list_tools(message: Message, frame: Frame) -> dict[str, Any]:
+        assert message.version is not None
+        return {"tools": tools.definitions(registry.protocol(message.version))}
 
-    async def call_tool(frame: Frame) -> dict[str, Any]:
-        assert frame.version is not None and frame.message is not None
-        params = frame.message.params or {}
+    async def call_tool(message: Message, frame: Frame) -> dict[str, Any]:
+        assert message.version is not None
+        params = message.params or {}
         tool = tools.get(params.get("name", ""))
         if tool is None:
             raise Rejection(CanonicalError.TOOL_NOT_FOUND, [{"path": "/params/name", "msg": "tool_not_found"}])
-        output = await governed(tool, params.get("arguments", {}), frame)
-        return call_tool_result(output, registry, frame.version)
+        output = await governed(tool, params.get("arguments", {}), message, frame)
+        result = call_tool_result(output, registry, message.version)
+        tool_io = tools.io(tool.name)
+        if tool_io is not None:
+            check_tool_output(tool_io, result)  # the tool's own outputSchema, on the way back
+        return result
 
-    async def run_direct(tool: Tool, frame: Frame) -> dict[str, Any]:
-        assert frame.message is not None
-        return await governed(tool, frame.message.params or {}, frame)
+    async def run_direct(tool: Tool, message: Message, frame: Frame) -> dict[str, Any]:
+        return await governed(tool, message.params or {}, message, frame)
 
-    async def cancelled(frame: Frame) -> None:
+    def cancelled(message: Message, frame: Frame) -> None:
         return None  # requests run to completion in order; nothing is left to cancel
 
     routes: dict[str, Route] = {
@@ -124,24 +177,4 @@ def build_server(
     }
     for tool in tools:
         routes[tool.name] = partial(run_direct, tool)
-    router = Router(routes, registry)
-
-    async def handle(frame: Frame) -> Reply | None:
-        message = frame.message
-        assert message is not None
-        peer = frame.session.peer
-        if peer is not None and message.kind is not REQUEST and message.kind is not NOTIFICATION:
-            assert frame.document is not None
-            peer.deliver(message.id, frame.document)  # the client's answer to a request of ours
-            return None
-        return await router(frame)
-
-    stage = None if policy is None else policy_stage(policy, tool_methods=frozenset(t.name for t in tools))
-    return build_chain(
-        handle,
-        registry=registry,
-        tools=tools,
-        max_frame_bytes=settings.max_frame_bytes,
-        policy=stage,
-        events=events,
-    )
+    return routes

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..core import jsonio
-from ..core.types import SERVER_TO_CLIENT, Session
+from ..core.session import Session
+from ..core.types import SERVER_TO_CLIENT
 
 __all__ = ["PeerChannel", "approval_request"]
 
@@ -55,7 +56,7 @@ class PeerChannel:
         request_id = f"srv-{next(self._ids)}"
         answer: asyncio.Future[Mapping[str, Any] | None] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = answer
-        session.expect_reply(SERVER_TO_CLIENT, request_id, method)
+        session.expect(SERVER_TO_CLIENT, request_id, method)
         try:
             await self._write(jsonio.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
             while not answer.done():

@@ -7,16 +7,17 @@ it with the fields the version in force requires (``resultType`` and cache hints
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from inspect import isawaitable
 from types import MappingProxyType
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import Frame, MessageKind, Reply
+from ..core.types import Frame, Message, MessageKind, Reply
 from ..registry.schemas import SchemaRegistry
 
 __all__ = ["Route", "Router", "complete_result"]
 
-Route = Callable[[Frame], Awaitable[Mapping[str, Any] | None]]
+Route = Callable[[Message, Frame], Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None]
 
 # Neutral values for the result fields a version makes required: the result is final, and
 # nothing this server returns is user-specific or worth caching (2026-07-28 CacheableResult).
@@ -35,36 +36,36 @@ def complete_result(
 
 
 class Router:
+    """Method → route. A route takes the checked message and its frame and returns the ``result``
+    object (``None`` for a notification), directly or as an awaitable (only what must wait awaits)."""
+
     def __init__(self, routes: Mapping[str, Route], registry: SchemaRegistry) -> None:
         self.routes: Mapping[str, Route] = MappingProxyType(dict(routes))
         self.registry = registry
 
-    async def __call__(self, frame: Frame) -> Reply | None:
-        message = frame.message
-        assert message is not None
-        if message.kind not in (MessageKind.REQUEST, MessageKind.NOTIFICATION):
+    async def __call__(self, message: Message, frame: Frame) -> Reply | None:
+        kind = message.kind
+        if kind is not MessageKind.REQUEST and kind is not MessageKind.NOTIFICATION:
             return None  # a response to a request of ours: already checked, nothing to answer
         assert message.method is not None
         route = self.routes.get(message.method)
         if route is None:
-            if message.kind is MessageKind.REQUEST:
+            if kind is MessageKind.REQUEST:
                 raise Rejection(
-                    CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}], frame=frame
+                    CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}], message=message
                 )
             return None
         try:
-            result = await route(frame)
+            result = route(message, frame)
+            if isawaitable(result):
+                result = await result
         except Rejection as rejection:
-            if rejection.frame is None:
-                rejection.frame = frame
+            if rejection.message is None:
+                rejection.message = message
             raise
         except Exception as exc:
-            raise Rejection(CanonicalError.INTERNAL_ERROR, frame=frame) from exc
-        if message.kind is MessageKind.NOTIFICATION:
+            raise Rejection(CanonicalError.INTERNAL_ERROR, message=message) from exc
+        if kind is MessageKind.NOTIFICATION:
             return None
-        document = {
-            "jsonrpc": "2.0",
-            "id": message.id,
-            "result": complete_result(self.registry, frame.version, message.method, result or {}),
-        }
-        return Reply(document=document)
+        completed = complete_result(self.registry, message.version, message.method, result or {})
+        return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": completed}, version=message.version)

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..chain.boundary import error_reply
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import Direction, Frame, Handler, Reply, Session
+from ..core.session import Session
+from ..core.types import Direction, Frame, Handler, Reply
 from ..observe.events import EventLog
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..registry.schemas import SchemaRegistry
@@ -281,7 +282,7 @@ class McpHttpApp:
                 return await self._refuse(send, CanonicalError.UNKNOWN_SESSION)
             self._last_seen[session_id] = time.monotonic()
             announced = headers.get("mcp-protocol-version")
-            if announced is not None and announced != session.protocol_version:
+            if announced is not None and announced != session.version:
                 return await self._refuse(
                     send,
                     CanonicalError.HEADER_MISMATCH,
@@ -293,8 +294,8 @@ class McpHttpApp:
         frame = Frame(raw=raw, size=size, transport="http", session=session, headers=headers)
         reply = await self.handler(frame)
         extra: list[tuple[bytes, bytes]] = []
-        if session_id is None and session.protocol_version is not None:
-            if session.protocol_version in self.registry.stateless_versions:
+        if session_id is None and session.version is not None:
+            if session.version in self.registry.stateless_versions:
                 pass  # stateless: nothing to remember between requests
             elif not self._admit(session):
                 return await self._refuse(send, CanonicalError.TOO_MANY_SESSIONS)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from ..core.types import Frame, Handler, Session
+from ..core.session import Session
+from ..core.types import Frame, Handler
 from ..serve.peer import PeerChannel
 
 __all__ = ["LineSplitter", "serve_ndjson"]

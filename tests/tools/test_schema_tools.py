@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_server.core.session import Session
 from mcp_server.core.settings import Settings, SetupError
-from mcp_server.core.types import Handler, Session
+from mcp_server.core.types import Handler
 from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.serve.app import build_server
 from mcp_server.serve.corpus import load_corpus

@@ -1,0 +1,98 @@
+"""One connection's protocol state: the version in force and the requests waiting for an answer.
+
+The Session owns request/response matching: a request sent towards a peer is expected, the
+response that answers it settles it; nothing else changes these tables. No I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from .types import Direction, RequestId
+
+__all__ = ["Pending", "Session"]
+
+_session_ids = itertools.count(1)
+
+
+class Pending(NamedTuple):
+    """A request waiting for its answer: its method, the tool a ``tools/call`` named, and the version
+    it stated for itself (2026-07-28: a request carries its own)."""
+
+    method: str
+    tool: str | None = None
+    version: str | None = None
+
+
+class Session:
+    """Per-connection state of the MCP lifecycle (basic/lifecycle), owned by one connection.
+
+    ``version`` is the negotiated protocol version (``None`` before ``initialize``, and always under
+    the stateless 2026-07-28). The pending table is keyed by (direction the request went, its id).
+    """
+
+    __slots__ = ("_pending", "client_capabilities", "client_info", "id", "initialized", "log_id", "peer", "version")
+
+    def __init__(self, *, session_id: str | None = None) -> None:
+        self.id: str = session_id or f"s{next(_session_ids)}"
+        self.version: str | None = None
+        self.initialized = False
+        self.log_id: str | None = None  # the session's id in the event log, given on its first event
+        self.client_info: Mapping[str, Any] | None = None
+        self.client_capabilities: Mapping[str, Any] | None = None
+        # How a server sends its client a request of its own (elicitation), on transports that can.
+        self.peer: Any = None
+        self._pending: dict[tuple[Direction, RequestId], Pending] = {}
+
+    # -- the handshake -------------------------------------------------------------------------
+
+    def negotiate(
+        self,
+        version: str | None,
+        *,
+        client_info: Mapping[str, Any] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``initialize`` settled the session's version (and, on a server, what the client declared)."""
+        self.version = version
+        if client_info is not None:
+            self.client_info = client_info
+        if capabilities is not None:
+            self.client_capabilities = capabilities
+
+    # -- request/response matching ---------------------------------------------------------------
+
+    def expect(
+        self,
+        direction: Direction,
+        request_id: RequestId,
+        method: str,
+        tool: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        """A request went out in ``direction``: its response is checked against its result type."""
+        self._pending[(direction, request_id)] = Pending(method, tool, version)
+
+    def peek(self, direction: Direction, request_id: RequestId) -> Pending | None:
+        """The request of ``request_id`` sent in ``direction``, if it still waits (nothing changes)."""
+        return self._pending.get((direction, request_id))
+
+    def settle(self, direction: Direction, request_id: RequestId) -> Pending | None:
+        """The request sent in ``direction`` is answered (or answered for): it no longer waits.
+        Returns it (``None`` when no such request waited)."""
+        return self._pending.pop((direction, request_id), None)
+
+    def waiting(self, direction: Direction | None = None) -> Iterator[tuple[Direction, RequestId, Pending]]:
+        """The requests still waiting (of one direction, or both), oldest first."""
+        for (went, request_id), pending in list(self._pending.items()):
+            if direction is None or went is direction:
+                yield went, request_id, pending
+
+    def forget_all(self) -> None:
+        """Nothing waits any more (the connection ended and every request was answered for)."""
+        self._pending.clear()
+
+    def __len__(self) -> int:
+        return len(self._pending)
