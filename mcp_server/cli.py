@@ -15,7 +15,6 @@ import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,13 +155,7 @@ def _open_log(log: EventLog, redactor: Redactor) -> EventLog:
 def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from dataclasses import replace
 
-    from .execution.boundary import load_boundary
-    from .execution.gate import event_sink
-    from .execution.http_tools import catalogue_tools
-    from .serve.app import build_server
-    from .serve.corpus import load_corpus
-    from .serve.tools import ToolSet
-    from .serve.tools.catalog import builtin_tools
+    from .serve import startup
 
     settings = Settings.from_env(environ)
     if args.socket:
@@ -170,83 +163,33 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.http:
         host, port = parse_host_port(args.http, name="--http")
         settings = replace(settings, endpoint="http", http_host=host, http_port=port)
-    registry = SchemaRegistry()
-    corpus = load_corpus(environ, registry)
     events = _event_log(settings, args, "serve")
-    boundary = load_boundary(
-        environ,
-        registry,
-        max_frame_bytes=settings.max_frame_bytes,
-        policy_path=args.policy,
-        tools_path=args.tools,
-        sink=event_sink(events.emit),
-    )
-    _redact_logs(boundary.policy.redactor)
-    own = builtin_tools(environ, registry, corpus, boundary.policy)
-    extra = [] if boundary.executor is None else catalogue_tools(boundary.executor)
-    clash = {t.name for t in own} & {t.name for t in extra}
-    if clash:
-        raise SetupError(f"tool catalogue: {sorted(clash)[0]!r} is the name of a built-in tool")
-    tools = ToolSet([*own, *extra], registry, io=None if boundary.executor is None else boundary.executor.io)
-    policy = boundary.stage_policy
+    server = startup.prepare(settings, environ, events, policy_path=args.policy, tools_path=args.tools)
+    _redact_logs(server.boundary.policy.redactor)
     mode = settings.endpoint
-    _open_log(events, boundary.policy.redactor)
-    boundary.gate.decisions = partial(events.emit, "policy")
-    events.emit("start", status="started", transport=mode, detail={"mode": "serve", "versions": registry.versions})
-    handler = build_server(registry, tools, settings, policy=policy, gate=boundary.gate, events=events)
-    dirs = f"schemas_dir={corpus.schemas_dir} examples_dir={corpus.examples_dir}"
+    _open_log(events, server.boundary.policy.redactor)
+    events.emit(
+        "start", status="started", transport=mode, detail={"mode": "serve", "versions": server.registry.versions}
+    )
+    dirs = f"schemas_dir={server.corpus.schemas_dir} examples_dir={server.corpus.examples_dir}"
     cleanup: list[Path] = []  # what this process created, removed on the way out
+
+    def ready(line: str, address: str | None = None) -> Callable[[], None]:
+        def on_ready() -> None:
+            _write_ready(settings.ready_file, address)
+            cleanup.append(settings.ready_file)
+            _say(f"mcp:ready mode={mode} {line}{dirs}")
+
+        return on_ready
+
     try:
         if mode == "stdio":
-            from .transport.stdio import serve_stdio
-
-            def ready() -> None:
-                _write_ready(settings.ready_file)
-                cleanup.append(settings.ready_file)
-                _say(f"mcp:ready mode=stdio {dirs}")
-
-            asyncio.run(serve_stdio(handler, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
+            startup.run_stdio(server, ready(""))
         elif mode == "socket":
-            from .transport.unix_socket import bind_unix_socket, serve_unix_socket
-
-            listener = bind_unix_socket(settings.socket_path, settings.socket_mode)
-            cleanup.append(settings.socket_path)
-
-            def ready() -> None:
-                _write_ready(settings.ready_file)
-                cleanup.append(settings.ready_file)
-                _say(f"mcp:ready mode=socket path={settings.socket_path} {dirs}")
-
-            asyncio.run(serve_unix_socket(handler, listener, max_frame_bytes=settings.max_frame_bytes, on_ready=ready))
+            startup.run_socket(server, ready(f"path={settings.socket_path} "))
         else:
-            from .serve.rest import RestFace
-            from .transport.http import HttpOptions, McpHttpApp, serve_http
-
             listener, url = _listen_tcp(settings.http_host, settings.http_port, "/mcp")
-            options = HttpOptions(
-                max_frame_bytes=settings.max_frame_bytes,
-                allowed_hosts=settings.allowed_hosts,
-                max_sessions=settings.max_sessions,
-            )
-
-            def ready() -> None:
-                _write_ready(settings.ready_file, url)
-                cleanup.append(settings.ready_file)
-                _say(f"mcp:ready mode=http url={url} {dirs}")
-
-            from .observe.metrics import Metrics
-
-            metrics = Metrics(registry, extra_methods=[tool.name for tool in tools])
-            events.count_with(metrics.count)
-            rest = RestFace(
-                registry=registry,
-                gate=boundary.gate,
-                executor=boundary.executor,
-                max_body_bytes=settings.max_frame_bytes,
-                approver_token=boundary.approver_token,
-            )
-            app = McpHttpApp(handler, registry, options, rest, metrics=metrics, events=events)
-            asyncio.run(serve_http(app, listener, on_ready=ready))
+            startup.run_http(server, listener, ready(f"url={url} ", url))
     finally:
         for path in cleanup:
             with contextlib.suppress(FileNotFoundError):

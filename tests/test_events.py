@@ -440,7 +440,9 @@ def test_policy_denials_are_events_and_secrets_never_reach_the_log(tmp_path: Pat
     assert (policy["status"], policy["tool_id"], policy["policy_violation"]) == ("denied", "diff_assets", True)
     assert policy["error"]["code"] == "policy_denied"
     denied, invalid = [
-        e for e in events if e["event"] == "frame" and e["request_id"] in (2, 3) and e["direction"] == "client_to_server"
+        e
+        for e in events
+        if e["event"] == "frame" and e["request_id"] in (2, 3) and e["direction"] == "client_to_server"
     ]
     assert policy["seq"] < denied["seq"] and denied["policy_violation"] is True
     assert invalid["error"]["code"] == "invalid_tool_input" and invalid["redaction_applied"] is True

@@ -650,7 +650,8 @@ def test_health_checks_an_http_upstream_when_one_is_configured(registry: Any, ba
     from mcp_server.execution.gate import ExecutionGate
     from mcp_server.execution.policy import Policy
     from mcp_server.serve.rest import RestFace
-    from mcp_server.transport.http import HttpOptions, McpHttpApp
+    from mcp_server.serve.http_app import serve_http_app
+    from mcp_server.transport.streamable import HttpOptions
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -663,7 +664,7 @@ def test_health_checks_an_http_upstream_when_one_is_configured(registry: Any, ba
         policy = Policy()
         gate = ExecutionGate(policy, ApprovalBook(deadline_seconds=1, redactor=policy.redactor))
         rest = RestFace(registry=registry, gate=gate, executor=None, max_body_bytes=1024, upstream_url=upstream)
-        app = McpHttpApp(no_mcp, registry, HttpOptions(max_frame_bytes=1024), rest)
+        app = serve_http_app(no_mcp, registry, HttpOptions(max_frame_bytes=1024), rest)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
             return await client.get("/health")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Plane, Rejection
+from ..core.replies import error_reply
 from ..core.types import MessageKind, Reply
 from ..registry.schemas import SchemaRegistry
 from ..registry.versions import is_at_least
@@ -56,13 +57,6 @@ def render_rejection(rejection: Rejection, registry: SchemaRegistry) -> Reply | 
             result = tool_error_result(rejection.data(), registry, version)
             return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": result}, version=version)
     return error_reply(rejection, request_id, version)
-
-
-def error_reply(rejection: Rejection, request_id: Any = None, version: str | None = None) -> Reply:
-    """The JSON-RPC error response for ``rejection`` (``id`` null when the request's is unknown)."""
-    error = rejection.error
-    body = {"code": error.mcp_code, "message": error.message, "data": rejection.data()}
-    return Reply(document={"jsonrpc": "2.0", "id": request_id, "error": body}, error=error, version=version)
 
 
 def contain(failure: Exception) -> Rejection:

@@ -63,9 +63,9 @@ class Chain:
 
     def check_parsed(self, frame: Frame, document: dict[str, Any]) -> Message:
         """``check`` of a frame its reader has parsed already (``mcp-server check`` reads lines)."""
-        fast = self._fast
-        doubt = fast is None or frame.size is not None or len(frame.raw) > fast.limit
-        message = None if doubt else fast.parsed(frame, document)
+        fast, message = self._fast, None
+        if fast is not None and frame.size is None and len(frame.raw) <= fast.limit:
+            message = fast.parsed(frame, document)
         return self.inspect(frame, document) if message is None else message
 
     def _checker(self) -> Callable[[Frame], Message]:
@@ -175,7 +175,7 @@ class _FastPath:
             return self._own_tool(frame, document, method, params, request_id)
         if not validator.is_valid(document):
             return None
-        if method == "tools/call" and self.tools is not None:
+        if method == "tools/call" and self.tools is not None and params is not None:
             tool = params["name"]  # the schema made it a string
             tool_io = self.tools.io(tool)
             if tool_io is None or not tool_io.input.is_valid(params.get("arguments", {})):

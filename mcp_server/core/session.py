@@ -7,12 +7,12 @@ response that answers it settles it; nothing else changes these tables. No I/O.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, NamedTuple, Protocol
 
 from .types import Direction, RequestId
 
-__all__ = ["Pending", "Session"]
+__all__ = ["Peer", "Pending", "Session"]
 
 _session_ids = itertools.count(1)
 
@@ -24,6 +24,16 @@ class Pending(NamedTuple):
     method: str
     tool: str | None = None
     version: str | None = None
+
+
+class Peer(Protocol):
+    """How a server asks its client something on a connection that carries both ways (elicitation)."""
+
+    def deliver(self, request_id: Any, document: Mapping[str, Any]) -> bool:
+        """A checked reply from the client; ``True`` when a request of ours waited for it."""
+
+    def elicit_approval(self, session: Session) -> Callable[[str, Mapping[str, Any], str], Awaitable[bool]]:
+        """Ask the client's user to approve one call (tool, arguments, their digest)."""
 
 
 class Session:
@@ -43,7 +53,7 @@ class Session:
         self.client_info: Mapping[str, Any] | None = None
         self.client_capabilities: Mapping[str, Any] | None = None
         # How a server sends its client a request of its own (elicitation), on transports that can.
-        self.peer: Any = None
+        self.peer: Peer | None = None
         self._pending: dict[tuple[Direction, RequestId], Pending] = {}
 
     # -- the handshake -------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.settings import SetupError
-from ..registry.config import read_config
 from ..core.types import Direction
+from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry
 
 __all__ = ["GatewayConfig", "Mode"]

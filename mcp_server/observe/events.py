@@ -29,7 +29,7 @@ from typing import Any
 from ..core import jsonio
 from ..core.errors import Rejection
 from ..core.session import Session
-from ..core.types import Frame, Message, Reply
+from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply
 from ..execution.redaction import Redactor
 from .stderr import Sink, feed, stderr_sink
 from .writer import EventFormatter, FileWriter, Rotation, keep_newest, link_latest, pack_rows
@@ -287,6 +287,17 @@ class EventLog:
                 action,
                 None if reply is None else "error_response" if reply.error is not None else "response",
             )
+        )
+
+    def http_refusal(self, rejection: Rejection, body: bytes) -> None:
+        """A request the HTTP transport refused itself, before any chain saw it: a frame of its own."""
+        self.emit(
+            "frame",
+            transport="http",
+            direction=CLIENT_TO_SERVER.value,
+            status="error",
+            bytes_out=len(body),
+            error=rejection.summary(),
         )
 
     def emit(self, event: str, *, session: Session | None = None, **fields: Any) -> None:

@@ -29,10 +29,10 @@ def stderr_sink(*, format: str, every_event: bool, stream: TextIO | None = None)
     violations, policy denials, start and stop, so a healthy run stays quiet."""
 
     def write(event: Mapping[str, Any]) -> None:
-        if not every_event and event["event"] in ("frame", "execution"):
-            # Quiet for what went well, and for the reply to a failed frame (its frame's line says it).
-            if event["status"] in _QUIET_STATUSES or (event.get("bytes_in") == 0 and event.get("bytes_out")):
-                return
+        # Quiet for what went well, and for the reply to a failed frame (its frame's line says it).
+        quiet = event["status"] in _QUIET_STATUSES or (event.get("bytes_in") == 0 and event.get("bytes_out"))
+        if not every_event and event["event"] in ("frame", "execution") and quiet:
+            return
         out = stream or sys.stderr
         out.write((jsonio.dumps(event).decode() if format == "json" else _one_line(event)) + "\n")
         out.flush()

@@ -1,44 +1,28 @@
-"""MCP Streamable HTTP at ``/mcp`` (and ``GET /health``), a plain ASGI app served by uvicorn.
+"""HTTP for the MCP transports: the request checks, bodies, responses and SSE, and the uvicorn server.
 
-The transport moves bytes: the body of a POST is one frame for the chain, and the chain's reply
-is the response. What the transport decides itself is about HTTP: Host/Origin (DNS rebinding),
-Accept, Content-Type, the body cap (read in chunks, refused past the limit without being held),
-and sessions: ``Mcp-Session-Id`` is issued when an ``initialize`` on a stateful version succeeds
-and required afterwards (404 for an unknown one, DELETE ends it). Under 2026-07-28 there are no
-sessions; the chain checks the routing headers against the body. Every refusal's status comes
-from the error catalogue. The request-level checks are functions, shared with the gateway's HTTP
-front (``gateway/http_front.py``).
+Bytes only: nothing here parses JSON. Host/Origin (DNS rebinding), Accept, Content-Type, the body
+cap (read in chunks, refused past the limit without being held); every refusal's status comes from
+the error catalogue. ``streamable.py`` builds the MCP endpoint and its sessions on these.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import secrets
 import socket
-import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..chain.boundary import error_reply
 from ..core.errors import CanonicalError, Rejection
-from ..core.session import Session
-from ..core.types import Direction, Frame, Handler, Reply
-from ..observe.events import EventLog
-from ..observe.metrics import CONTENT_TYPE, Metrics
-from ..registry.schemas import SchemaRegistry
+from ..core.replies import error_reply
+from ..core.types import Reply
 from .signals import stop_on_signals
 
-if TYPE_CHECKING:
-    from ..serve.rest import RestFace
-
 __all__ = [
-    "HttpOptions",
-    "McpHttpApp",
     "PostAccepts",
     "Receive",
+    "Refused",
     "Scope",
     "Send",
     "accepts_event_stream",
@@ -53,6 +37,7 @@ __all__ = [
     "send_reply",
     "serve_http",
     "sse_event",
+    "text_route",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -60,14 +45,6 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HttpOptions:
-    max_frame_bytes: int
-    allowed_hosts: tuple[str, ...] = ()
-    max_sessions: int = 1000
-    session_idle_seconds: float = 3600.0
 
 
 def _host_name(value: str) -> str:
@@ -172,38 +149,37 @@ async def send_reply(send: Send, reply: Reply, accepts: PostAccepts, extra: Iter
         await respond(send, status, sse_event(body), b"text/event-stream", extra)
 
 
+Refused = Callable[[Rejection, bytes], None]
+"""Told of each HTTP-level refusal and the body it answered with (the log makes it an event)."""
+
+
 async def refuse(
     send: Send,
-    error: CanonicalError,
-    errors: Iterable[Mapping[str, Any]] = (),
+    rejection: Rejection,
     extra_headers: Iterable[tuple[bytes, bytes]] = (),
     *,
-    events: EventLog | None = None,
+    told: Refused | None = None,
 ) -> None:
-    """Answer an HTTP-level refusal: the member's status and a JSON-RPC error body (id null).
-    With ``events``, the refused request is logged as a frame that never reached the chain."""
-    rejection = Rejection(error, list(errors))
-    reply: Reply = error_reply(rejection)
-    body = reply.to_bytes()
-    if events is not None:
-        events.emit(
-            "frame",
-            transport="http",
-            direction=Direction.CLIENT_TO_SERVER.value,
-            status="error",
-            bytes_out=len(body),
-            error=rejection.summary(),
-        )
-    await respond(send, error.http_status, body, b"application/json", extra_headers)
+    """Answer an HTTP-level refusal: the member's status and a JSON-RPC error body (id null)."""
+    body = error_reply(rejection).to_bytes()
+    if told is not None:
+        told(rejection, body)
+    await respond(send, rejection.error.http_status, body, b"application/json", extra_headers)
 
 
-async def serve_metrics(method: str, send: Send, metrics: Metrics, refuse: Callable[..., Awaitable[None]]) -> None:
-    """``/metrics``: the Prometheus text on GET; any other method is refused (405, ``Allow: GET``)
-    through the app's own ``refuse`` (which logs the refusal)."""
-    if method == "GET":
-        await respond(send, 200, metrics.render(), CONTENT_TYPE.encode())
-    else:
-        await refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, extra_headers=[(b"allow", b"GET")])
+def text_route(
+    render: Callable[[], bytes], content_type: bytes, refuse: Callable[..., Awaitable[None]]
+) -> Callable[..., Awaitable[None]]:
+    """A read-only path (``/metrics``): ``render()`` on GET; any other method refused (405, ``Allow: GET``)
+    through the application's ``refuse`` (which logs the refusal)."""
+
+    async def route(scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+        if scope["method"] == "GET":
+            await respond(send, 200, render(), content_type)
+        else:
+            await refuse(send, Rejection(CanonicalError.HTTP_METHOD_NOT_ALLOWED), ((b"allow", b"GET"),))
+
+    return route
 
 
 async def respond(
@@ -217,116 +193,6 @@ async def respond(
     headers.extend(extra)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-class McpHttpApp:
-    """The ASGI application. Sessions live in memory, one ``Session`` per ``Mcp-Session-Id``."""
-
-    def __init__(
-        self,
-        handler: Handler,
-        registry: SchemaRegistry,
-        options: HttpOptions,
-        rest: RestFace,
-        *,
-        metrics: Metrics | None = None,
-        events: EventLog | None = None,
-    ) -> None:
-        self.handler = handler
-        self.rest = rest  # the REST face: /tools, /execute, /health, /approvals
-        self.metrics = metrics
-        # A request refused before it reaches the chain is still a frame in the log.
-        self._refuse = functools.partial(refuse, events=events)
-        self.registry = registry
-        self.options = options
-        self.allowed = allowed_hosts(options.allowed_hosts)
-        self.sessions: dict[str, Session] = {}
-        self._last_seen: dict[str, float] = {}
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return  # lifespan and websockets: nothing to do
-        headers = request_headers(scope)
-        path = scope["path"].rstrip("/") or "/"
-        if not host_allowed(self.allowed, headers):
-            await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
-        elif path == "/mcp":
-            await self._mcp(scope, receive, send, headers)
-        elif self.rest.serves(path):
-            await self.rest(scope, receive, send, headers)
-        elif path == "/metrics" and self.metrics is not None:
-            await serve_metrics(scope["method"], send, self.metrics, self._refuse)
-        else:
-            await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
-
-    async def _mcp(self, scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
-        method = scope["method"]
-        if method == "POST":
-            await self._post(receive, send, headers)
-        elif method == "DELETE":
-            await self._delete(send, headers)
-        else:  # GET: this server never sends unsolicited messages, so it offers no stream
-            await self._refuse(
-                send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, extra_headers=[(b"allow", b"POST, DELETE")]
-            )
-
-    async def _post(self, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
-        try:
-            accepts = check_post(headers)
-        except Rejection as rejection:
-            return await self._refuse(send, rejection.error)
-        session_id = headers.get("mcp-session-id")
-        if session_id is not None:
-            session = self.sessions.get(session_id)
-            if session is None:
-                return await self._refuse(send, CanonicalError.UNKNOWN_SESSION)
-            self._last_seen[session_id] = time.monotonic()
-            announced = headers.get("mcp-protocol-version")
-            if announced is not None and announced != session.version:
-                return await self._refuse(
-                    send,
-                    CanonicalError.HEADER_MISMATCH,
-                    [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not the session's version"}],
-                )
-        else:
-            session = Session()
-        raw, size = await read_body(receive, headers, self.options.max_frame_bytes)
-        frame = Frame(raw=raw, size=size, transport="http", session=session, headers=headers)
-        reply = await self.handler(frame)
-        extra: list[tuple[bytes, bytes]] = []
-        if session_id is None and session.version is not None:
-            if session.version in self.registry.stateless_versions:
-                pass  # stateless: nothing to remember between requests
-            elif not self._admit(session):
-                return await self._refuse(send, CanonicalError.TOO_MANY_SESSIONS)
-            else:
-                extra.append((b"mcp-session-id", session.id.encode()))
-        if reply is None:  # a notification or a response: accepted, nothing to say
-            return await respond(send, 202, b"", None, extra)
-        await send_reply(send, reply, accepts, extra)
-
-    def _admit(self, session: Session) -> bool:
-        """Register a new stateful session (idle ones expire first); ``False`` past the cap."""
-        now = time.monotonic()
-        idle = self.options.session_idle_seconds
-        for stale in [sid for sid, seen in self._last_seen.items() if now - seen > idle]:
-            self.sessions.pop(stale, None)
-            self._last_seen.pop(stale, None)
-        if len(self.sessions) >= self.options.max_sessions:
-            return False
-        session.id = secrets.token_hex(16)
-        self.sessions[session.id] = session
-        self._last_seen[session.id] = now
-        return True
-
-    async def _delete(self, send: Send, headers: Mapping[str, str]) -> None:
-        session_id = headers.get("mcp-session-id")
-        if session_id is None:
-            return await self._refuse(send, CanonicalError.SESSION_REQUIRED)
-        if self.sessions.pop(session_id, None) is None:
-            return await self._refuse(send, CanonicalError.UNKNOWN_SESSION)
-        self._last_seen.pop(session_id, None)
-        await respond(send, 204, b"", None)
 
 
 def bind_tcp(host: str, port: int) -> socket.socket:

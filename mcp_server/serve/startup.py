@@ -1,0 +1,124 @@
+"""``mcp-server serve``: what the server is made of (corpus, policy, tools, the handler) and how each
+transport runs it. The command line gives the settings and the event log; nothing here parses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from ..core.settings import Settings, SetupError
+from ..core.types import Handler
+from ..execution.boundary import Boundary, load_boundary
+from ..execution.gate import event_sink
+from ..execution.http_tools import catalogue_tools
+from ..observe.events import EventLog
+from ..registry.schemas import SchemaRegistry
+from .app import build_server
+from .corpus import Corpus, load_corpus
+from .tools import ToolSet
+from .tools.catalog import builtin_tools
+
+__all__ = ["Server", "prepare", "run_http", "run_socket", "run_stdio"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Server:
+    settings: Settings
+    registry: SchemaRegistry
+    corpus: Corpus
+    boundary: Boundary
+    tools: ToolSet
+    handler: Handler
+    events: EventLog
+
+
+def prepare(
+    settings: Settings,
+    environ: Mapping[str, str],
+    events: EventLog,
+    *,
+    policy_path: Path | None = None,
+    tools_path: Path | None = None,
+) -> Server:
+    """Everything ``serve`` runs, read and checked before any transport starts (``SetupError``)."""
+    registry = SchemaRegistry()
+    corpus = load_corpus(environ, registry)
+    boundary = load_boundary(
+        environ,
+        registry,
+        max_frame_bytes=settings.max_frame_bytes,
+        policy_path=policy_path,
+        tools_path=tools_path,
+        sink=event_sink(events.emit),
+    )
+    own = builtin_tools(environ, registry, corpus, boundary.policy)
+    extra = [] if boundary.executor is None else catalogue_tools(boundary.executor)
+    clash = {t.name for t in own} & {t.name for t in extra}
+    if clash:
+        raise SetupError(f"tool catalogue: {sorted(clash)[0]!r} is the name of a built-in tool")
+    tools = ToolSet([*own, *extra], registry, io=None if boundary.executor is None else boundary.executor.io)
+    boundary.gate.decisions = partial(events.emit, "policy")
+    handler = build_server(registry, tools, settings, policy=boundary.stage_policy, gate=boundary.gate, events=events)
+    return Server(
+        settings=settings,
+        registry=registry,
+        corpus=corpus,
+        boundary=boundary,
+        tools=tools,
+        handler=handler,
+        events=events,
+    )
+
+
+def run_stdio(server: Server, on_ready: Callable[[], None]) -> None:
+    from ..transport.stdio import serve_stdio
+
+    asyncio.run(serve_stdio(server.handler, max_frame_bytes=server.settings.max_frame_bytes, on_ready=on_ready))
+
+
+def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
+    from ..transport.unix_socket import bind_unix_socket, serve_unix_socket
+
+    settings = server.settings
+    listener = bind_unix_socket(settings.socket_path, settings.socket_mode)
+    try:
+        limit = settings.max_frame_bytes
+        asyncio.run(serve_unix_socket(server.handler, listener, max_frame_bytes=limit, on_ready=on_ready))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            settings.socket_path.unlink()  # ours: bound above (a file that was there is never removed)
+
+
+def run_http(server: Server, listener: object, on_ready: Callable[[], None]) -> None:
+    """Streamable HTTP at ``/mcp``, the REST face, ``/metrics`` (the HTTP stack is imported only here)."""
+    import socket
+
+    from ..observe.metrics import Metrics
+    from ..transport.http import serve_http
+    from ..transport.streamable import HttpOptions
+    from .http_app import serve_http_app
+    from .rest import RestFace
+
+    assert isinstance(listener, socket.socket)
+    settings, registry, boundary = server.settings, server.registry, server.boundary
+    metrics = Metrics(registry, extra_methods=[tool.name for tool in server.tools])
+    server.events.count_with(metrics.count)
+    rest = RestFace(
+        registry=registry,
+        gate=boundary.gate,
+        executor=boundary.executor,
+        max_body_bytes=settings.max_frame_bytes,
+        approver_token=boundary.approver_token,
+    )
+    options = HttpOptions(
+        max_frame_bytes=settings.max_frame_bytes,
+        allowed_hosts=settings.allowed_hosts,
+        max_sessions=settings.max_sessions,
+    )
+    app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events)
+    asyncio.run(serve_http(app, listener, on_ready=on_ready))

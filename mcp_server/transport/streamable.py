@@ -1,0 +1,326 @@
+"""MCP Streamable HTTP at one path: the HTTP checks, the sessions and the streams, for any application.
+
+Bytes only: a POST's body is a frame handed to the application's conversation, and what the
+conversation answers (a reply, or a stream of messages ending with it) is the response. The
+transport decides only what is about HTTP: Host/Origin (DNS rebinding), Accept, Content-Type, the
+body cap, ``Mcp-Session-Id`` (issued once a conversation negotiated a stateful version; 404 for an
+unknown one; DELETE ends it), the session's ``MCP-Protocol-Version``, one GET stream per session,
+idle sessions reaped, and the cap on open sessions. ``serve`` and the gateway both run on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..core.errors import CanonicalError, Rejection
+from ..core.session import Session
+from ..core.types import Frame, Reply
+from .http import (
+    PostAccepts,
+    Receive,
+    Scope,
+    Send,
+    accepts_event_stream,
+    allowed_hosts,
+    check_post,
+    host_allowed,
+    read_body,
+    request_headers,
+    respond,
+    send_reply,
+    sse_event,
+)
+
+__all__ = [
+    "Conversation",
+    "Conversations",
+    "HttpOptions",
+    "Refuse",
+    "Route",
+    "Stream",
+    "StreamableHttp",
+]
+
+Route = Callable[[Scope, Receive, Send, Mapping[str, str]], Awaitable[None]]
+"""Another path of the same server (the REST face, ``/metrics``), after the Host/Origin check."""
+
+Refuse = Callable[[Send, Rejection, tuple[tuple[bytes, bytes], ...]], Awaitable[None]]
+"""How an HTTP-level refusal is answered (and logged): the application's."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpOptions:
+    max_frame_bytes: int
+    path: str = "/mcp"
+    allowed_hosts: tuple[str, ...] = ()
+    max_sessions: int = 1000
+    idle_seconds: float = 3600.0
+
+
+class Stream:
+    """The messages a POST's response (or the session's GET stream) carries, in order: ``(raw,
+    last)`` items, ``last`` ending the response; ``None`` ends it with nothing more."""
+
+    __slots__ = ("queue", "sse")
+
+    def __init__(self, *, sse: bool = True) -> None:
+        self.sse = sse
+        self.queue: asyncio.Queue[tuple[bytes, bool] | None] = asyncio.Queue()
+
+    def put(self, raw: bytes, *, last: bool = False) -> None:
+        self.queue.put_nowait((raw, last))
+
+    def end(self) -> None:
+        self.queue.put_nowait(None)
+
+
+class Conversation(Protocol):
+    """One MCP session as an application runs it over HTTP."""
+
+    session: Session
+
+    @property
+    def stateful(self) -> bool:
+        """It negotiated a version that keeps a session (``Mcp-Session-Id``) between requests."""
+
+    @property
+    def busy(self) -> bool:
+        """A request waits for its answer, or a GET stream is open: not idle."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def post(self, frame: Frame, accepts: PostAccepts) -> Reply | Stream | None:
+        """A POSTed frame: its reply, the stream its reply comes on, or ``None`` (202: accepted)."""
+
+    def listen(self) -> Stream | None:
+        """The session's stream of messages that answer no request (``None``: none is offered)."""
+
+    async def close(self) -> None: ...
+
+
+class Conversations(Protocol):
+    """An application's side of Streamable HTTP: where a POST without a session goes."""
+
+    streams: bool  # whether its sessions offer a GET stream at all (else GET is 405 outright)
+
+    async def open(self, admit: Callable[[], bool]) -> Conversation:
+        """A conversation for a POST that names no session. It may become a session of its own
+        (``initialize``; ``admit()`` says whether one more fits) or serve the request statelessly."""
+
+
+class StreamableHttp:
+    """The ASGI application: ``options.path`` for MCP, ``routes`` for the other paths."""
+
+    def __init__(
+        self,
+        conversations: Conversations,
+        options: HttpOptions,
+        refuse: Refuse,
+        routes: Mapping[str, Route] | None = None,
+    ) -> None:
+        self.conversations = conversations
+        self.options = options
+        self.refuse = refuse
+        self.routes = dict(routes or {})
+        self.allowed = allowed_hosts(options.allowed_hosts)
+        self.sessions: dict[str, Conversation] = {}
+        self._last_seen: dict[str, float] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # lifespan and websockets: nothing to do
+        headers = request_headers(scope)
+        path = scope["path"].rstrip("/") or "/"
+        method = scope["method"]
+        if not host_allowed(self.allowed, headers):
+            await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
+        elif path != self.options.path:
+            route = self._route(path)
+            if route is None:
+                await self._refuse(send, CanonicalError.ROUTE_NOT_FOUND)
+            else:
+                await route(scope, receive, send, headers)
+        elif method == "POST":
+            await self._post(receive, send, headers)
+        elif method == "GET":
+            await self._get(receive, send, headers)
+        elif method == "DELETE":
+            await self._delete(send, headers)
+        else:
+            await self._refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, allow=b"GET, POST, DELETE")
+
+    def _route(self, path: str) -> Route | None:
+        return next((r for prefix, r in self.routes.items() if path == prefix or path.startswith(prefix + "/")), None)
+
+    async def _refuse(self, send: Send, error: CanonicalError, *, allow: bytes | None = None) -> None:
+        extra = ((b"allow", allow),) if allow is not None else ()
+        await self.refuse(send, Rejection(error), extra)
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _session_of(self, headers: Mapping[str, str]) -> Conversation:
+        """The conversation ``Mcp-Session-Id`` names, or ``Rejection`` (400 without one, 404 unknown)."""
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            raise Rejection(CanonicalError.SESSION_REQUIRED)
+        conversation = self.sessions.get(session_id)
+        if conversation is None or conversation.closed:
+            self._forget(session_id)
+            raise Rejection(CanonicalError.UNKNOWN_SESSION)
+        self._last_seen[session_id] = time.monotonic()
+        announced = headers.get("mcp-protocol-version")
+        if announced is not None and announced != conversation.session.version:
+            raise Rejection(
+                CanonicalError.HEADER_MISMATCH,
+                [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not the session's version"}],
+            )
+        return conversation
+
+    def _admit(self) -> bool:
+        """Room for one more session (the idle ones are reaped first)."""
+        self.reap()
+        return len(self.sessions) < self.options.max_sessions
+
+    def _register(self, conversation: Conversation) -> str:
+        session_id = conversation.session.id = secrets.token_hex(16)
+        self.sessions[session_id] = conversation
+        self._last_seen[session_id] = time.monotonic()
+        return session_id
+
+    def _forget(self, session_id: str) -> Conversation | None:
+        self._last_seen.pop(session_id, None)
+        return self.sessions.pop(session_id, None)
+
+    def reap(self) -> None:
+        """Close the sessions idle past the timeout (no request waiting, no GET stream open)."""
+        now, idle = time.monotonic(), self.options.idle_seconds
+        for session_id, conversation in list(self.sessions.items()):
+            seen = self._last_seen.get(session_id, now)
+            if conversation.closed or (not conversation.busy and now - seen > idle):
+                self._forget(session_id)
+                closing = asyncio.ensure_future(conversation.close())  # an upstream's grace runs apart
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+
+    async def reap_forever(self) -> None:
+        interval = max(0.05, min(self.options.idle_seconds / 4, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            self.reap()
+
+    async def close(self) -> None:
+        """Every session ends (its upstream, in a gateway, stopped)."""
+        conversations = list(self.sessions.values())
+        self.sessions.clear()
+        self._last_seen.clear()
+        await asyncio.gather(*(c.close() for c in conversations), *self._closing, return_exceptions=True)
+
+    # -- POST -----------------------------------------------------------------------------------
+
+    async def _post(self, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+        try:
+            accepts = check_post(headers)
+            conversation = self._session_of(headers) if "mcp-session-id" in headers else None
+        except Rejection as rejection:
+            return await self.refuse(send, rejection, ())
+        raw, size = await read_body(receive, headers, self.options.max_frame_bytes)
+        opened = conversation is None
+        if conversation is None:
+            conversation = await self.conversations.open(self._admit)
+        frame = Frame(raw=raw, size=size, transport="http", session=conversation.session, headers=headers)
+        answer = await conversation.post(frame, accepts)
+        extra: tuple[tuple[bytes, bytes], ...] = ()
+        if opened:
+            if conversation.stateful and not conversation.closed:
+                extra = ((b"mcp-session-id", self._register(conversation).encode()),)
+            else:
+                await conversation.close()  # it served one request without a session
+        await self._answer(send, answer, accepts, extra)
+
+    async def _answer(
+        self, send: Send, answer: Reply | Stream | None, accepts: PostAccepts, extra: tuple[tuple[bytes, bytes], ...]
+    ) -> None:
+        """The response to a POST: the reply, 202, or what comes on the stream (one JSON body when
+        the reply comes first, else an SSE stream ended by the reply)."""
+        if answer is None:
+            return await respond(send, 202, b"", None, extra)
+        if isinstance(answer, Reply):
+            return await send_reply(send, answer, accepts, extra)
+        first = await answer.queue.get()
+        if first is None:
+            unavailable = Rejection(CanonicalError.UPSTREAM_UNAVAILABLE)
+            return await self.refuse(send, unavailable, extra)
+        raw, last = first
+        if last:
+            return await send_reply(send, Reply(raw=raw), accepts, extra)
+        await _open_sse(send, extra)
+        item: tuple[bytes, bool] | None = first
+        while item is not None:
+            raw, last = item
+            await send({"type": "http.response.body", "body": sse_event(raw), "more_body": not last})
+            if last:
+                return
+            item = await answer.queue.get()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # -- GET and DELETE -------------------------------------------------------------------------
+
+    async def _get(self, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+        """The session's stream of messages that answer no request (one per session)."""
+        if not self.conversations.streams:
+            return await self._refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, allow=b"POST, DELETE")
+        try:
+            if not accepts_event_stream(headers):
+                raise Rejection(CanonicalError.NOT_ACCEPTABLE)
+            conversation = self._session_of(headers)
+        except Rejection as rejection:
+            return await self.refuse(send, rejection, ())
+        try:
+            stream = conversation.listen()
+        except Rejection as rejection:  # one GET stream per session
+            return await self.refuse(send, rejection, ())
+        if stream is None:
+            return await self._refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, allow=b"POST, DELETE")
+        await _open_sse(send, ())
+        await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            while True:
+                getting = asyncio.ensure_future(stream.queue.get())
+                await asyncio.wait({getting, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if not getting.done():
+                    getting.cancel()
+                    return  # the client went away
+                item = getting.result()
+                if item is None:
+                    break
+                await send({"type": "http.response.body", "body": sse_event(item[0]), "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            gone.cancel()
+
+    async def _delete(self, send: Send, headers: Mapping[str, str]) -> None:
+        try:
+            conversation = self._session_of(headers)
+        except Rejection as rejection:
+            return await self.refuse(send, rejection, ())
+        self._forget(conversation.session.id)
+        await conversation.close()
+        await respond(send, 204, b"", None)
+
+
+async def _open_sse(send: Send, extra: tuple[tuple[bytes, bytes], ...]) -> None:
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), *extra]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
