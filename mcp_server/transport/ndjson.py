@@ -8,8 +8,7 @@ The loop does no I/O of its own: the transport hands it a chunk source and a wri
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 from ..peer import PeerChannel
 from ..types import Frame, Handler, Session
@@ -59,16 +58,12 @@ async def serve_ndjson(
     assert task is not None
     waiting = False  # on the client (input, or room for output): a stop may interrupt it, never a handler
 
-    @contextlib.contextmanager
-    def on_the_client() -> Iterator[None]:
+    def client_paced() -> None:
+        """What comes next waits on the client, until ``waiting`` is cleared: a stop may interrupt it."""
         nonlocal waiting
         waiting = True
         if stop.is_set():  # the stop came while a handler ran: this wait is the one it interrupts
             asyncio.get_running_loop().call_soon(interrupt, None)
-        try:
-            yield
-        finally:
-            waiting = False
 
     def interrupt(_: object) -> None:
         if waiting:
@@ -78,13 +73,15 @@ async def serve_ndjson(
     stopping.add_done_callback(interrupt)
     try:
         while not stop.is_set() and not ended:
-            with on_the_client():
-                chunk = await next_chunk()
+            client_paced()
+            chunk = await next_chunk()
+            waiting = False
             for raw, size in splitter.feed(chunk) if chunk else splitter.close():
                 reply = await handler(Frame(raw=raw, size=size, transport=transport, session=session))
                 if reply is not None:
-                    with on_the_client():
-                        await send(reply.to_bytes() + b"\n")
+                    client_paced()
+                    await send(reply.to_bytes() + b"\n")
+                    waiting = False
                 if stop.is_set():
                     break
             if not chunk:
