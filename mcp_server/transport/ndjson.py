@@ -18,7 +18,7 @@ __all__ = ["MAX_HELD_OUTPUT", "LineSplitter", "serve_ndjson"]
 MAX_HELD_OUTPUT = 16 * 1024 * 1024
 """Bytes of replies one NDJSON connection holds for a client that is not reading them. Past this the
 connection's input is not read until the client reads (back-pressure: bounded memory, no deadlock
-for a client that reads at all). 16 MiB holds the replies to 100,000 pipelined pings (4.3 MB) or
+for a client that reads at all). 16 MiB holds the replies to 100,000 pipelined pings (4.1 MB) or
 a few large results with room to spare, and stays small beside the server's own ~70 MiB."""
 
 
