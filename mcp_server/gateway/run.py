@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import socket
 import sys
@@ -35,7 +34,7 @@ from ..serve.peer import PeerChannel
 from ..transport.http import accepts_event_stream
 from ..transport.ndjson import LineSplitter
 from ..transport.signals import stop_on_signals
-from ..transport.stdio import start_reader
+from ..transport.stdio import open_writer, start_reader
 from ..transport.unix_socket import accept_until_stopped, chunks_of
 from .config import GatewayConfig
 from .deadlines import CallDeadlines
@@ -56,22 +55,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp_server.gateway")
-
-
-class _ClientOut:
-    """The client's side of STDIO: JSON-RPC frames only, one per line."""
-
-    def __init__(self, fd: int) -> None:
-        self._out = os.fdopen(os.dup(fd), "wb", buffering=0)
-        self.closed = False
-
-    def write(self, data: bytes) -> None:
-        if self.closed:
-            return
-        try:
-            self._out.write(data + b"\n")
-        except BrokenPipeError:
-            self.closed = True
 
 
 class Checks(NamedTuple):
@@ -99,10 +82,11 @@ async def run_gateway(
 ) -> int:
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
     report = new_report(upstream.name, config, policy, events)
-    client = _ClientOut(stdout_fd)
+    client = await open_writer(stdout_fd)  # the client's side of STDIO: JSON-RPC frames only, one per line
 
     async def write(data: bytes) -> None:
-        client.write(data)
+        with contextlib.suppress(BrokenPipeError):  # the client closed stdout: what it would read is dropped
+            await client.send(data + b"\n")
 
     with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir))) as stop:
         try:
@@ -116,6 +100,7 @@ async def run_gateway(
             )
         finally:
             publish(report, runs_dir)
+            await client.close(stop)
 
 
 async def run_gateway_unix(

@@ -17,6 +17,7 @@ from typing import Any
 from ..core.errors import CanonicalError, Rejection
 from ..core.replies import error_reply
 from ..core.types import Reply
+from .coalescing import CoalescingTransport
 from .signals import stop_on_signals
 
 __all__ = [
@@ -208,42 +209,13 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     return listener
 
 
-class _CoalescingTransport:
-    """Writes made in one turn of the event loop leave together: a response's head and body go in
-    one send, so the client wakes once per response (uvicorn writes each ASGI message as it comes).
-    Everything but ``write`` and ``close`` is the transport's own."""
-
-    def __init__(self, transport: asyncio.Transport) -> None:
-        self._transport = transport
-        self._pending: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        if not self._pending:
-            asyncio.get_running_loop().call_soon(self._flush)
-        self._pending.append(data)
-
-    def _flush(self) -> None:
-        if self._pending:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            if not self._transport.is_closing():
-                self._transport.write(data)
-
-    def close(self) -> None:
-        self._flush()
-        self._transport.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
 def _http_protocol() -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class CoalescingHttpToolsProtocol(HttpToolsProtocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             # The stand-in has the transport's interface by delegation, not by type.
-            super().connection_made(_CoalescingTransport(transport))  # type: ignore[arg-type]
+            super().connection_made(CoalescingTransport(transport))  # type: ignore[arg-type]
 
     return CoalescingHttpToolsProtocol
 

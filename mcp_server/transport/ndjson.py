@@ -14,12 +14,18 @@ from ..core.session import Session
 from ..core.types import Frame, Handler
 from ..serve.peer import PeerChannel
 
-__all__ = ["LineSplitter", "serve_ndjson"]
+__all__ = ["MAX_HELD_OUTPUT", "LineSplitter", "serve_ndjson"]
+
+MAX_HELD_OUTPUT = 16 * 1024 * 1024
+"""Bytes of replies one NDJSON connection holds for a client that is not reading them. Past this the
+connection's input is not read until the client reads (back-pressure: bounded memory, no deadlock
+for a client that reads at all). 16 MiB holds the replies to 100,000 pipelined pings (4.1 MB) or
+a few large results with room to spare, and stays small beside the server's own ~70 MiB."""
 
 
 async def serve_ndjson(
     next_chunk: Callable[[], Awaitable[bytes]],
-    send: Callable[[bytes, bool], Awaitable[None]],
+    send: Callable[[bytes], Awaitable[None]],
     handler: Handler,
     *,
     transport: str,
@@ -28,9 +34,10 @@ async def serve_ndjson(
 ) -> None:
     """Frames of one connection through ``handler``, in order, replies in request order.
 
-    ``next_chunk`` returns ``b""`` at end of input; ``send(data, flush)`` writes a reply line
-    (``flush`` at the end of a burst: replies to a burst go out together). When ``stop`` is set
-    the frame in flight is finished and the rest is not started.
+    ``next_chunk`` returns ``b""`` at end of input; ``send`` hands a reply line to the writer, which
+    sends it at once (at the latest when the loop next waits) and makes ``send`` wait only while
+    ``MAX_HELD_OUTPUT`` is held. When ``stop`` is set the frame in flight is finished and the rest is
+    not started; a stop also ends a wait for the client (for input, or for it to read).
     """
     splitter = LineSplitter(max_frame_bytes)
     session = Session()
@@ -44,42 +51,46 @@ async def serve_ndjson(
         for raw, size in splitter.feed(chunk) if chunk else splitter.close():
             reply = await handler(Frame(raw=raw, size=size, transport=transport, session=session))
             if reply is not None:
-                await send(reply.to_bytes() + b"\n", True)
+                await send(reply.to_bytes() + b"\n")
         return not ended
 
-    session.peer = PeerChannel(lambda data: send(data + b"\n", True), pump)
+    session.peer = PeerChannel(lambda data: send(data + b"\n"), pump)
     task = asyncio.current_task()
     assert task is not None
-    reading = False  # waiting for input: a stop may interrupt it (never a frame being handled)
+    waiting = False  # on the client (input, or room for output): a stop may interrupt it, never a handler
+
+    def client_paced() -> None:
+        """What comes next waits on the client, until ``waiting`` is cleared: a stop may interrupt it."""
+        nonlocal waiting
+        waiting = True
+        if stop.is_set():  # the stop came while a handler ran: this wait is the one it interrupts
+            asyncio.get_running_loop().call_soon(interrupt, None)
 
     def interrupt(_: object) -> None:
-        if reading:
+        if waiting:
             task.cancel()
 
     stopping = asyncio.ensure_future(stop.wait())
     stopping.add_done_callback(interrupt)
     try:
         while not stop.is_set() and not ended:
-            reading = True
-            try:
-                chunk = await next_chunk()
-            except asyncio.CancelledError:
-                if not stop.is_set():
-                    raise
-                task.uncancel()
-                break
-            finally:
-                reading = False
-            lines = splitter.feed(chunk) if chunk else splitter.close()
-            last = len(lines) - 1
-            for index, (raw, size) in enumerate(lines):
+            client_paced()
+            chunk = await next_chunk()
+            waiting = False
+            for raw, size in splitter.feed(chunk) if chunk else splitter.close():
                 reply = await handler(Frame(raw=raw, size=size, transport=transport, session=session))
                 if reply is not None:
-                    await send(reply.to_bytes() + b"\n", index == last or stop.is_set())
+                    client_paced()
+                    await send(reply.to_bytes() + b"\n")
+                    waiting = False
                 if stop.is_set():
                     break
             if not chunk:
                 break
+    except asyncio.CancelledError:
+        if not stop.is_set():
+            raise
+        task.uncancel()  # the stop interrupted a wait on the client: what was sent stays with the writer
     finally:
         stopping.remove_done_callback(interrupt)
         stopping.cancel()

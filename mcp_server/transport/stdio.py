@@ -1,28 +1,32 @@
 """The STDIO transport: NDJSON on stdin/stdout, one frame per line, replies in request order.
 
 stdout carries JSON-RPC frames only; every diagnostic goes to stderr. Exit 0 at end of input;
-on SIGINT/SIGTERM the frame in flight is finished, then the loop ends.
+on SIGINT/SIGTERM the frame in flight is finished, then the loop ends. stdin and stdout are both
+driven by the event loop, neither blocking it: stdin is read while up to ``MAX_HELD_OUTPUT`` of
+replies wait for the client to read stdout, and past that it is not (back-pressure, not deadlock).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import errno
 import os
 import stat
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, BinaryIO, Protocol
 
 from ..core.types import Handler
-from .ndjson import serve_ndjson
+from .coalescing import CoalescingTransport
+from .ndjson import MAX_HELD_OUTPUT, serve_ndjson
 from .signals import stop_on_signals
 
-__all__ = ["ChunkReader", "ChunkSource", "serve_stdio", "start_reader"]
+__all__ = ["ChunkReader", "ChunkSource", "ChunkWriter", "open_writer", "serve_stdio", "start_reader"]
 
 _CHUNK = 65_536
 _HELD_CHUNKS = 4  # chunks read ahead at most: past this the pipe is not read (backpressure)
+_CLOSE_GRACE_SECONDS = 2.0  # after a signal, how long replies already made may take to be read
 
 
 class ChunkSource(Protocol):
@@ -108,10 +112,9 @@ def start_reader(fd: int) -> ChunkSource:
     cannot watch (a regular file) by a daemon thread through a bounded queue.
     """
     loop = asyncio.get_running_loop()
-    mode = os.fstat(fd).st_mode
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+    if _pollable(fd):
         reader = ChunkReader()
-        pipe = os.fdopen(os.dup(fd), "rb", buffering=0)
+        pipe = _reopen(fd, os.O_RDONLY)
         connected = loop.create_task(loop.connect_read_pipe(lambda: reader, pipe))
         _background.add(connected)
         connected.add_done_callback(_background.discard)
@@ -130,6 +133,146 @@ def start_reader(fd: int) -> ChunkSource:
 _background: set[asyncio.Task[object]] = set()
 
 
+def _pollable(fd: int) -> bool:
+    """A pipe, socket or character device: something the event loop can wait on."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def _reopen(fd: int, access: int) -> BinaryIO:
+    """``fd`` under an open file description of its own where the system allows it, so the
+    non-blocking mode the event loop sets does not reach stderr or another process sharing ``fd``."""
+    try:
+        own = os.open(f"/proc/self/fd/{fd}", access | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # a socket cannot be reopened, nor anything without /proc: share the description
+        own = os.dup(fd)
+    return os.fdopen(own, "rb" if access == os.O_RDONLY else "wb", buffering=0)
+
+
+class ChunkWriter(asyncio.Protocol):
+    """A pipe written through the event loop, never blocking it.
+
+    What is sent leaves at the loop's next turn, a burst as one write, so a reply never waits for
+    more input; what the pipe cannot take yet stays in the transport's buffer, and ``send`` waits
+    while that holds ``MAX_HELD_OUTPUT`` (the caller stops reading: back-pressure).
+    """
+
+    def __init__(self) -> None:
+        self._transport: CoalescingTransport | None = None
+        self._paused = False
+        self._closed = asyncio.get_running_loop().create_future()
+        self._room: asyncio.Future[None] | None = None
+        self._failure: Exception | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        transport.set_write_buffer_limits(high=MAX_HELD_OUTPUT)
+        self._transport = CoalescingTransport(transport)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # A reader that left is how a pipe ends; any other error (a full disk) is the sender's to know.
+        self._failure = None if isinstance(exc, ConnectionError) else exc
+        if not self._closed.done():
+            self._closed.set_result(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
+
+    async def send(self, data: bytes) -> None:
+        """``data`` on its way to the reader; ``BrokenPipeError`` once the reader is gone (the error
+        itself when something else ended the pipe, such as a full disk under a file)."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            raise self._failure or BrokenPipeError(errno.EPIPE, "the reader closed the pipe")
+        transport.write(data)
+        while self._paused and not transport.is_closing():
+            self._room = asyncio.get_running_loop().create_future()
+            try:
+                await self._room
+            finally:
+                self._room = None
+
+    async def close(self, stop: asyncio.Event) -> None:
+        """Everything sent reaches the reader, then the pipe is closed (raises what made a write fail,
+        other than the reader leaving). Once ``stop`` is set (a signal), a reader that does not read
+        gets ``_CLOSE_GRACE_SECONDS`` more, then is cut off."""
+        assert self._transport is not None
+        self._transport.close()  # the transport closes once its buffer is written
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({self._closed, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({self._closed}, timeout=_CLOSE_GRACE_SECONDS)
+        finally:
+            stopping.cancel()
+        if not self._closed.done():
+            self._transport.abort()
+        if self._failure is not None:
+            raise self._failure
+
+
+class _FileTransport(asyncio.WriteTransport):
+    """A regular file under a ``ChunkWriter``: a file has no reader to wait for, so it is written at once."""
+
+    def __init__(self, fd: int, protocol: asyncio.Protocol) -> None:
+        super().__init__()
+        self._fd = fd
+        self._protocol = protocol
+        protocol.connection_made(self)
+
+    def write(self, data: Any) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:  # a full disk: nothing more can be written, ``send`` raises it
+            self._close(exc)
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass  # nothing is ever held
+
+    def is_closing(self) -> bool:
+        return self._fd < 0
+
+    def close(self) -> None:
+        self._close(None)
+
+    def abort(self) -> None:
+        self._close(None)
+
+    def _close(self, exc: Exception | None) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            self._protocol.connection_lost(exc)
+
+
+async def open_writer(fd: int) -> ChunkWriter:
+    """A ``ChunkWriter`` on ``fd`` (a pipe, socket or terminal through the loop; a regular file directly)."""
+    writer = ChunkWriter()
+    if not _pollable(fd):
+        _FileTransport(os.dup(fd), writer)
+        return writer
+    pipe = _reopen(fd, os.O_WRONLY)
+    await asyncio.get_running_loop().connect_write_pipe(lambda: writer, pipe)
+    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+        # The loop watches a write pipe for input as a sign its reader left; a socket may carry
+        # stdin too (inetd style), so it is not watched: a reader that left shows on the next write.
+        asyncio.get_running_loop().remove_reader(pipe.fileno())
+    return writer
+
+
 async def serve_stdio(
     handler: Handler,
     *,
@@ -138,20 +281,15 @@ async def serve_stdio(
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> None:
-    queue = start_reader(stdin_fd)
-    out = os.fdopen(os.dup(stdout_fd), "wb", buffering=_CHUNK)
-
-    async def send(data: bytes, flush: bool) -> None:
-        out.write(data)
-        if flush:
-            out.flush()
-
+    source = start_reader(stdin_fd)
+    out = await open_writer(stdout_fd)
     with stop_on_signals() as stop:
         on_ready()
         try:
-            await serve_ndjson(queue.get, send, handler, transport="stdio", max_frame_bytes=max_frame_bytes, stop=stop)
+            await serve_ndjson(
+                source.get, out.send, handler, transport="stdio", max_frame_bytes=max_frame_bytes, stop=stop
+            )
         except BrokenPipeError:
             pass  # the client closed stdout: nobody is left to answer
         finally:
-            with contextlib.suppress(BrokenPipeError):
-                out.close()
+            await out.close(stop)

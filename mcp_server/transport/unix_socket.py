@@ -2,7 +2,7 @@
 
 Each connection is its own task, so a slow request holds up only its own connection, and its
 replies keep its request order. Reading is bounded (the NDJSON splitter drains oversized lines)
-and writing waits for the peer past a high-water mark, so a client that floods without reading
+and writing waits for the peer past ``MAX_HELD_OUTPUT``, so a client that floods without reading
 stalls only itself. SIGINT/SIGTERM: stop accepting, let every connection finish the frame in
 flight, then return; the caller removes the socket file.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.settings import SetupError
 from ..core.types import Handler
-from .ndjson import serve_ndjson
+from .ndjson import MAX_HELD_OUTPUT, serve_ndjson
 from .signals import stop_on_signals
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 _CHUNK = 65_536
-_WRITE_HIGH_WATER = 1_048_576
 _SHUTDOWN_GRACE_SECONDS = 30.0
 
 
@@ -91,13 +90,15 @@ async def accept_until_stopped(
     on_ready: Callable[[], None] = lambda: None,
 ) -> None:
     """Run ``connection`` for every client of ``listener``, each in its own task, until ``stop``;
-    then stop accepting and give the connections time to finish what they are doing."""
+    then stop accepting and give the connections time to finish what they are doing. A writer's
+    ``drain`` waits while ``MAX_HELD_OUTPUT`` is held for its client."""
     connections: set[asyncio.Task[Any]] = set()
 
     async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         connections.add(task)
+        writer.transport.set_write_buffer_limits(high=MAX_HELD_OUTPUT)
         try:
             await connection(reader, writer)
         except (ConnectionError, OSError):
@@ -140,10 +141,9 @@ async def serve_unix_socket(
     with stop_on_signals() as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            async def send(data: bytes, flush: bool) -> None:
+            async def send(data: bytes) -> None:
                 writer.write(data)
-                if flush or writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
-                    await writer.drain()
+                await writer.drain()
 
             await serve_ndjson(
                 chunks_of(reader), send, handler, transport="socket", max_frame_bytes=max_frame_bytes, stop=stop
