@@ -175,11 +175,12 @@ class _FastPath:
             return self._own_tool(frame, document, method, params, request_id)
         if not validator.is_valid(document):
             return None
-        if method == "tools/call" and self.tools is not None and params is not None:
+        if method == "tools/call" and params is not None:
             tool = params["name"]  # the schema made it a string
-            tool_io = self.tools.io(tool)
-            if tool_io is None or not tool_io.input.is_valid(params.get("arguments", {})):
-                return None
+            if self.tools is not None:
+                tool_io = self.tools.io(tool)
+                if tool_io is None or not tool_io.input.is_valid(params.get("arguments", {})):
+                    return None
         if self.allows is not None and not self.allows(len(frame.raw), method, tool):
             return None
         message = Message(kind, request_id, method, params, version, tool, document)
