@@ -8,7 +8,6 @@ Usage: python bench/bench_spine.py [--quick] [--json]
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -29,7 +28,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from corpus import VERSION, build  # noqa: E402
 
 from mcp_server.chain.compose import build_chain  # noqa: E402
-from mcp_server.core.types import Direction, Frame, Handler, Reply, Session  # noqa: E402
+from mcp_server.core.errors import Rejection  # noqa: E402
+from mcp_server.core.session import Session  # noqa: E402
+from mcp_server.core.types import REQUEST, Direction, Frame  # noqa: E402
 from mcp_server.registry.schemas import SchemaRegistry, ToolIO  # noqa: E402
 
 
@@ -48,6 +49,10 @@ class CorpusTools:
             for t in tools
         }
 
+    @property
+    def table(self) -> dict[str, ToolIO]:
+        return self._io
+
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)
 
@@ -57,38 +62,36 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return ordered[len(ordered) // 2], ordered[int(len(ordered) * 0.99)]
 
 
-def terminal_handler() -> Handler:
-    """The chain's last stage for a recorded session: it expects the reply to every request and
-    commits the negotiated version, as a gateway's relay does, and answers nothing."""
-
-    async def terminal(frame: Frame) -> Reply | None:
-        message = frame.message
-        if message is not None and message.kind.value == "request" and message.id is not None and message.method:
-            tool = (message.params or {}).get("name") if message.method == "tools/call" else None
-            frame.session.expect_reply(frame.direction, message.id, message.method, tool)
-        if message is not None and message.method == "initialize" and frame.direction is Direction.SERVER_TO_CLIENT:
-            frame.session.protocol_version = VERSION
-        return None
-
-    return terminal
-
-
 def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=None) -> tuple[float, list[float]]:
-    chain = build_chain(terminal_handler(), registry=registry, tools=CorpusTools(registry, tools), events=events)
+    """The verdict path as a gateway runs it on a recorded session: each frame through its direction's
+    compiled chain, a request expected (so its response is checked against its result type), the
+    version committed by the initialize result, and (with ``events``) the frame's row in the log."""
+    schemas = CorpusTools(registry, tools)
+    both = (Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT)
+    chains = {d: build_chain(registry, d, tools=schemas) for d in both}
     session = Session()
     latencies: list[float] = []
-
-    async def drive() -> float:
-        began = time.perf_counter()
-        for item in frames:
-            direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
-            start = time.perf_counter()
-            await chain(Frame(raw=item.raw, transport="bench", session=session, direction=direction))
-            latencies.append(time.perf_counter() - start)
-        return time.perf_counter() - began
-
-    elapsed = asyncio.run(drive())
-    return len(frames) / elapsed, latencies
+    client, server = chains[Direction.CLIENT_TO_SERVER].check, chains[Direction.SERVER_TO_CLIENT].check
+    log_frame, log_refused = (events.frame, events.refused) if events is not None else (None, None)
+    began = time.perf_counter()
+    for item in frames:
+        direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
+        start = time.perf_counter()
+        frame = Frame(raw=item.raw, transport="bench", session=session, direction=direction)
+        try:
+            message = (client if item.client else server)(frame)
+        except Rejection as rejection:
+            if log_refused is not None:
+                log_refused(frame, rejection, None, start)
+        else:
+            if message.kind is REQUEST and message.id is not None:
+                session.expect(direction, message.id, message.method, message.tool)
+            elif message.method == "initialize":
+                session.negotiate(VERSION)
+            if log_frame is not None:
+                log_frame(frame, message, None, start, "relay")
+        latencies.append(time.perf_counter() - start)
+    return len(frames) / (time.perf_counter() - began), latencies
 
 
 def run_orjson(frames: list) -> tuple[float, list[float]]:
@@ -255,7 +258,7 @@ def rss():
         if line.startswith('VmRSS'):
             return int(line.split()[1]) / 1024
 import jsonschema_rs, orjson
-from mcp_server.registry import SchemaRegistry
+from mcp_server.registry.schemas import SchemaRegistry
 before = rss(); began = time.perf_counter()
 SchemaRegistry()
 print((time.perf_counter() - began) * 1000, rss() - before)

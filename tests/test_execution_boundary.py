@@ -649,8 +649,8 @@ def test_health_checks_an_http_upstream_when_one_is_configured(registry: Any, ba
     from mcp_server.execution.approvals import ApprovalBook
     from mcp_server.execution.gate import ExecutionGate
     from mcp_server.execution.policy import Policy
-    from mcp_server.serve.rest import RestFace
     from mcp_server.serve.http_app import serve_http_app
+    from mcp_server.serve.rest import RestFace
     from mcp_server.transport.streamable import HttpOptions
 
     with socket.socket() as probe:

@@ -29,6 +29,10 @@ class ToolSchemas(Protocol):
 
     strict: bool
 
+    @property
+    def table(self) -> Mapping[str, ToolIO]:
+        """Tool name → its compiled validators, as known now (read on the per-frame path)."""
+
     def io(self, name: str) -> ToolIO | None: ...
 
 

@@ -6,6 +6,7 @@ Backed by orjson, which is strict (no NaN/Infinity, valid UTF-8 only). No I/O.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -18,9 +19,8 @@ JSONSyntaxError = orjson.JSONDecodeError
 _SORTED = orjson.OPT_SORT_KEYS
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
-    """Parse one JSON document."""
-    return orjson.loads(data)
+loads: Callable[[bytes | bytearray | memoryview | str], Any] = orjson.loads
+"""Parse one JSON document (orjson's own function: no call in between on the per-frame path)."""
 
 
 def dumps(value: Any) -> bytes:

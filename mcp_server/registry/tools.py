@@ -34,6 +34,10 @@ class UpstreamTools:
         self._io: dict[str, ToolIO] = {}
         self._pins: dict[str, tuple[str, Mapping[str, Any]]] = {}
 
+    @property
+    def table(self) -> Mapping[str, ToolIO]:
+        return self._io
+
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)
 

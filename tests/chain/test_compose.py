@@ -46,6 +46,10 @@ class Tools:
             for t in tools
         }
 
+    @property
+    def table(self) -> dict[str, ToolIO]:
+        return self._io
+
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)
 

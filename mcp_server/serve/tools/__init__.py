@@ -62,6 +62,10 @@ class ToolSet:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    @property
+    def table(self) -> Mapping[str, ToolIO]:
+        return self._io
+
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)
 
