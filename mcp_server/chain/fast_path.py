@@ -33,9 +33,8 @@ Allows = Callable[[int, "str | None", "str | None"], bool]
 def compile_fast_path(schema: SchemaCheck, limit: int, allows: Allows | None, doubt: Doubt) -> FastPath:
     """The fast path of ``schema``'s direction for frames up to ``limit`` bytes (``allows``: the
     policy's say, when the chain has a policy stage)."""
-    registry = schema.registry
     requests, notifications, results = _tables(schema)
-    stateless = frozenset(registry.stateless_versions)
+    stateless = frozenset(schema.registry.stateless_versions)
     respond = _response_path(schema, results, stateless, allows, doubt)
     own_tool = _own_tool_path(schema, allows, doubt)
     tool_table = schema.tools.table if schema.tools is not None else None
@@ -66,12 +65,9 @@ def compile_fast_path(schema: SchemaCheck, limit: int, allows: Allows | None, do
         params = document.get("params")
         if params is not None and type(params) is not dict:
             return doubt(frame, document)
-        version = frame.session.version
-        if version is None:  # a stateless request names its own version (2026-07-28 ``_meta``)
-            meta = params.get("_meta") if params is not None else None
-            version = meta.get(PROTOCOL_VERSION_META) if type(meta) is dict else None
-            if version not in stateless:
-                return doubt(frame, document)
+        version = frame.session.version or _stated(params, stateless)
+        if version is None:
+            return doubt(frame, document)
         validator = table[version].get(method)
         if validator is None:  # one of the server's own tools, called as a method of its own name?
             return own_tool(frame, document, method, params, request_id)
@@ -92,6 +88,13 @@ def compile_fast_path(schema: SchemaCheck, limit: int, allows: Allows | None, do
         return message
 
     return path
+
+
+def _stated(params: dict[str, Any] | None, stateless: frozenset[str]) -> str | None:
+    """A stateless request's own version (2026-07-28 ``_meta``), when it names a stateless one."""
+    meta = params.get("_meta") if params is not None else None
+    version = meta.get(PROTOCOL_VERSION_META) if type(meta) is dict else None
+    return version if version in stateless else None
 
 
 def _tables(

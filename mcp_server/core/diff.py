@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..registry.schemas import pointer
+from .pointer import pointer
 
 __all__ = ["diff_documents"]
 

@@ -21,11 +21,10 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
 from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry, ToolIO
-from ..serve.tools import Tool, ToolContext, ToolFunction
 from .gate import ExecutionRecord, RecordSink, Stopwatch, Trace
 from .policy import Globs, Policy, denial, outbound_reason
 
-__all__ = ["HttpTool", "HttpToolExecutor", "catalogue_tools", "load_catalogue", "parse_base_url"]
+__all__ = ["HttpTool", "HttpToolExecutor", "load_catalogue", "parse_base_url"]
 
 MAX_REDIRECTS = 5
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
@@ -284,25 +283,3 @@ class HttpToolExecutor:
 
     async def aclose(self) -> None:
         await self._client.aclose()
-
-
-def catalogue_tools(executor: HttpToolExecutor) -> list[Tool]:
-    """The catalogue's tools as `serve` tools, listed and called beside the built-in ones."""
-
-    def runner(tool: HttpTool) -> ToolFunction:
-        async def run(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
-            return await executor.execute(tool, arguments, context.trace or Trace(session_id=""))
-
-        return run
-
-    return [
-        Tool(
-            name=tool.name,
-            title=tool.name,
-            description=tool.description,
-            run=runner(tool),
-            approval=tool.approval,
-            timeout_seconds=tool.timeout_seconds,
-        )
-        for tool in executor.by_id.values()
-    ]

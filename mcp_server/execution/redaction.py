@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..registry.schemas import pointer
+from ..core.pointer import pointer
 
 __all__ = ["DEFAULT_KEYS", "MASK", "SECRET_PATTERNS", "Redactor"]
 

@@ -32,11 +32,11 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
 from ..core.types import Direction, Frame, Handler, Reply, RequestId, Session
 from ..execution.approvals import ApprovalBook
+from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
 from ..observe.events import EventLog
 from ..observe.metrics import Metrics
 from ..registry.schemas import SchemaRegistry
-from ..serve.peer import PeerChannel
 from ..transport.http import (
     PostAccepts,
     Receive,

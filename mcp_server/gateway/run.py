@@ -25,12 +25,12 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
 from ..core.types import Direction, Frame, Handler, Message, MessageKind, Reply, RequestId, Session
 from ..execution.approvals import ApprovalBook
+from ..execution.peer import PeerChannel
 from ..execution.policy import Policy, policy_stage
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport, render_table
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
-from ..serve.peer import PeerChannel
 from ..transport.http import accepts_event_stream
 from ..transport.ndjson import LineSplitter
 from ..transport.signals import stop_on_signals

@@ -177,12 +177,7 @@ class EventFormatter:
             action,
             _,
         ) = row
-        traceparent = step = attempt = None
-        if meta is not None:  # what the sender says of its trace and its agent's step
-            traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
-            traceparent = traceparent if type(traceparent) is str else None
-            step = step if type(step) is int else None
-            attempt = attempt if type(attempt) is int else None
+        traceparent, step, attempt = _said(meta)
         applied = violation = False
         if error is not None:
             name, details, violation = error
@@ -361,6 +356,18 @@ def keep_newest(directory: Path, keep: int, current: Path) -> None:
         for stale in runs[stem]:
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
+
+
+def _said(meta: Mapping[str, Any] | None) -> tuple[str | None, int | None, int | None]:
+    """What the sender says of its trace and its agent's step in ``_meta`` (only values of the right type)."""
+    if meta is None:
+        return None, None, None
+    traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
+    return (
+        traceparent if type(traceparent) is str else None,
+        step if type(step) is int else None,
+        attempt if type(attempt) is int else None,
+    )
 
 
 def _last_seq(path: Path) -> int:

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonio
+from ..registry.corpus import load_corpus, validate_against
 from ..registry.schemas import SchemaRegistry
-from ..serve.corpus import load_corpus
-from ..serve.tools.validation_tools import validate_against
 
 __all__ = ["main_validate"]
 

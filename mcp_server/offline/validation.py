@@ -21,9 +21,10 @@ from ..chain.json_syntax import parse
 from ..chain.schema_check import check_message
 from ..core import jsonio
 from ..core.errors import MCP_RESERVED_CODES, MCP_RESERVED_CODES_SINCE, SERVER_ERROR_CODES, CanonicalError, Rejection
+from ..core.pointer import pointer
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind
-from ..registry.schemas import ProtocolSchema, SchemaError, SchemaRegistry, pointer, violations
+from ..registry.schemas import ProtocolSchema, SchemaError, SchemaRegistry, violations
 from ..registry.versions import is_at_least
 
 __all__ = [

@@ -6,7 +6,7 @@ schema on first sight. ``$ref`` resolves only against schemas indexed here: neve
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema_rs
 
 from ..core import jsonio
+from ..core.pointer import pointer
 from ..core.types import Direction
 
 __all__ = [
@@ -45,15 +46,6 @@ class SchemaError(Exception):
 
 def _refuse_remote(uri: str) -> Any:
     raise SchemaError(f"remote $ref not allowed: {uri} (only locally indexed schemas resolve)")
-
-
-def _escape(token: object) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
-
-
-def pointer(tokens: Iterable[object]) -> str:
-    """RFC 6901 JSON pointer for a sequence of reference tokens (``""`` is the root)."""
-    return "".join("/" + _escape(t) for t in tokens)
 
 
 def violations(validator: Validator, instance: Any, *, prefix: str = "") -> list[dict[str, Any]]:

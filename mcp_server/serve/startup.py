@@ -15,13 +15,14 @@ from ..core.settings import Settings, SetupError
 from ..core.types import Handler
 from ..execution.boundary import Boundary, load_boundary
 from ..execution.gate import event_sink
-from ..execution.http_tools import catalogue_tools
+from ..execution.peer import attach_peer
 from ..observe.events import EventLog
+from ..registry.corpus import Corpus, load_corpus
 from ..registry.schemas import SchemaRegistry
 from .app import build_server
-from .corpus import Corpus, load_corpus
 from .tools import ToolSet
 from .tools.catalog import builtin_tools
+from .tools.http_backed import catalogue_tools
 
 __all__ = ["Server", "prepare", "run_http", "run_socket", "run_stdio"]
 
@@ -78,7 +79,8 @@ def prepare(
 def run_stdio(server: Server, on_ready: Callable[[], None]) -> None:
     from ..transport.stdio import serve_stdio
 
-    asyncio.run(serve_stdio(server.handler, max_frame_bytes=server.settings.max_frame_bytes, on_ready=on_ready))
+    limit = server.settings.max_frame_bytes
+    asyncio.run(serve_stdio(server.handler, max_frame_bytes=limit, on_ready=on_ready, connect=attach_peer))
 
 
 def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
@@ -88,7 +90,10 @@ def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
     listener = bind_unix_socket(settings.socket_path, settings.socket_mode)
     try:
         limit = settings.max_frame_bytes
-        asyncio.run(serve_unix_socket(server.handler, listener, max_frame_bytes=limit, on_ready=on_ready))
+        serving = serve_unix_socket(
+            server.handler, listener, max_frame_bytes=limit, on_ready=on_ready, connect=attach_peer
+        )
+        asyncio.run(serving)
     finally:
         with contextlib.suppress(FileNotFoundError):
             settings.socket_path.unlink()  # ours: bound above (a file that was there is never removed)

@@ -11,10 +11,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from ..core.session import Session
-from ..core.types import Frame, Handler
-from ..serve.peer import PeerChannel
+from ..core.types import CLIENT_TO_SERVER, Frame, Handler
 
-__all__ = ["MAX_HELD_OUTPUT", "LineSplitter", "serve_ndjson"]
+__all__ = ["MAX_HELD_OUTPUT", "Connect", "LineSplitter", "serve_ndjson"]
+
+Connect = Callable[[Session, Callable[[bytes], Awaitable[None]], Callable[[], Awaitable[bool]]], None]
+"""What an application attaches to a new connection's session: given how to write one frame to
+the client and how to read and handle one more chunk (``False`` at end of input) while a handler
+waits for the client's answer (a server asking its client something)."""
 
 MAX_HELD_OUTPUT = 16 * 1024 * 1024
 """Bytes of replies one NDJSON connection holds for a client that is not reading them. Past this the
@@ -31,6 +35,7 @@ async def serve_ndjson(
     transport: str,
     max_frame_bytes: int,
     stop: asyncio.Event,
+    connect: Connect | None = None,
 ) -> None:
     """Frames of one connection through ``handler``, in order, replies in request order.
 
@@ -39,61 +44,81 @@ async def serve_ndjson(
     ``MAX_HELD_OUTPUT`` is held. When ``stop`` is set the frame in flight is finished and the rest is
     not started; a stop also ends a wait for the client (for input, or for it to read).
     """
-    splitter = LineSplitter(max_frame_bytes)
-    session = Session()
-    ended = False  # end of input seen while a handler waited for the client (see ``pump``)
+    connection = _Connection(next_chunk, send, handler, transport, LineSplitter(max_frame_bytes), stop)
+    if connect is not None:
+        connect(connection.session, lambda data: send(data + b"\n"), connection.pump)
+    await connection.run()
 
-    async def pump() -> bool:
-        """Read and handle one more chunk while a handler waits for the client's answer."""
-        nonlocal ended
-        chunk = await next_chunk()
-        ended = not chunk
-        for raw, size in splitter.feed(chunk) if chunk else splitter.close():
-            reply = await handler(Frame(raw=raw, size=size, transport=transport, session=session))
+
+class _Connection:
+    """One NDJSON connection's loop: read a chunk, handle its lines in order, send each reply."""
+
+    def __init__(
+        self,
+        next_chunk: Callable[[], Awaitable[bytes]],
+        send: Callable[[bytes], Awaitable[None]],
+        handler: Handler,
+        transport: str,
+        splitter: LineSplitter,
+        stop: asyncio.Event,
+    ) -> None:
+        self.next_chunk, self.send, self.handler = next_chunk, send, handler
+        self.transport, self.splitter, self.stop = transport, splitter, stop
+        self.session = Session()
+        self.ended = False  # end of input seen while a handler waited for the client (see ``pump``)
+        self.waiting = False  # on the client (input, or room for output): a stop may interrupt it, never a handler
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+
+    async def _handle(self, chunk: bytes, *, paced: bool) -> None:
+        """The chunk's complete lines, each a frame through the handler, each reply sent in turn."""
+        new, session, transport, handler, send = tuple.__new__, self.session, self.transport, self.handler, self.send
+        for raw, size in self.splitter.feed(chunk) if chunk else self.splitter.close():
+            reply = await handler(new(Frame, (raw, transport, session, size, CLIENT_TO_SERVER, None)))
             if reply is not None:
+                if paced:
+                    self._client_paced()
                 await send(reply.to_bytes() + b"\n")
-        return not ended
+                self.waiting = False
+            if paced and self.stop.is_set():
+                return
 
-    session.peer = PeerChannel(lambda data: send(data + b"\n"), pump)
-    task = asyncio.current_task()
-    assert task is not None
-    waiting = False  # on the client (input, or room for output): a stop may interrupt it, never a handler
+    async def pump(self) -> bool:
+        """Read and handle one more chunk while a handler waits for the client's answer."""
+        chunk = await self.next_chunk()
+        self.ended = not chunk
+        await self._handle(chunk, paced=False)
+        return not self.ended
 
-    def client_paced() -> None:
+    def _client_paced(self) -> None:
         """What comes next waits on the client, until ``waiting`` is cleared: a stop may interrupt it."""
-        nonlocal waiting
-        waiting = True
-        if stop.is_set():  # the stop came while a handler ran: this wait is the one it interrupts
-            asyncio.get_running_loop().call_soon(interrupt, None)
+        self.waiting = True
+        if self.stop.is_set():  # the stop came while a handler ran: this wait is the one it interrupts
+            asyncio.get_running_loop().call_soon(self._interrupt, None)
 
-    def interrupt(_: object) -> None:
-        if waiting:
-            task.cancel()
+    def _interrupt(self, _: object) -> None:
+        if self.waiting:
+            self.task.cancel()
 
-    stopping = asyncio.ensure_future(stop.wait())
-    stopping.add_done_callback(interrupt)
-    try:
-        while not stop.is_set() and not ended:
-            client_paced()
-            chunk = await next_chunk()
-            waiting = False
-            for raw, size in splitter.feed(chunk) if chunk else splitter.close():
-                reply = await handler(Frame(raw=raw, size=size, transport=transport, session=session))
-                if reply is not None:
-                    client_paced()
-                    await send(reply.to_bytes() + b"\n")
-                    waiting = False
-                if stop.is_set():
+    async def run(self) -> None:
+        stopping = asyncio.ensure_future(self.stop.wait())
+        stopping.add_done_callback(self._interrupt)
+        try:
+            while not self.stop.is_set() and not self.ended:
+                self._client_paced()
+                chunk = await self.next_chunk()
+                self.waiting = False
+                await self._handle(chunk, paced=True)
+                if not chunk:
                     break
-            if not chunk:
-                break
-    except asyncio.CancelledError:
-        if not stop.is_set():
-            raise
-        task.uncancel()  # the stop interrupted a wait on the client: what was sent stays with the writer
-    finally:
-        stopping.remove_done_callback(interrupt)
-        stopping.cancel()
+        except asyncio.CancelledError:
+            if not self.stop.is_set():
+                raise
+            self.task.uncancel()  # the stop interrupted a wait on the client: what was sent stays with the writer
+        finally:
+            stopping.remove_done_callback(self._interrupt)
+            stopping.cancel()
 
 
 class LineSplitter:

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Protocol
 
 from ..core.types import Handler
 from .coalescing import CoalescingTransport
-from .ndjson import MAX_HELD_OUTPUT, serve_ndjson
+from .ndjson import MAX_HELD_OUTPUT, Connect, serve_ndjson
 from .signals import stop_on_signals
 
 __all__ = ["ChunkReader", "ChunkSource", "ChunkWriter", "open_writer", "serve_stdio", "start_reader"]
@@ -280,6 +280,7 @@ async def serve_stdio(
     on_ready: Callable[[], None] = lambda: None,
     stdin_fd: int = 0,
     stdout_fd: int = 1,
+    connect: Connect | None = None,
 ) -> None:
     source = start_reader(stdin_fd)
     out = await open_writer(stdout_fd)
@@ -287,7 +288,13 @@ async def serve_stdio(
         on_ready()
         try:
             await serve_ndjson(
-                source.get, out.send, handler, transport="stdio", max_frame_bytes=max_frame_bytes, stop=stop
+                source.get,
+                out.send,
+                handler,
+                transport="stdio",
+                max_frame_bytes=max_frame_bytes,
+                stop=stop,
+                connect=connect,
             )
         except BrokenPipeError:
             pass  # the client closed stdout: nobody is left to answer

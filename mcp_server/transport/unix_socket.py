@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.settings import SetupError
 from ..core.types import Handler
-from .ndjson import MAX_HELD_OUTPUT, serve_ndjson
+from .ndjson import MAX_HELD_OUTPUT, Connect, serve_ndjson
 from .signals import stop_on_signals
 
 __all__ = [
@@ -137,6 +137,7 @@ async def serve_unix_socket(
     *,
     max_frame_bytes: int,
     on_ready: Callable[[], None] = lambda: None,
+    connect: Connect | None = None,
 ) -> None:
     with stop_on_signals() as stop:
 
@@ -146,7 +147,13 @@ async def serve_unix_socket(
                 await writer.drain()
 
             await serve_ndjson(
-                chunks_of(reader), send, handler, transport="socket", max_frame_bytes=max_frame_bytes, stop=stop
+                chunks_of(reader),
+                send,
+                handler,
+                transport="socket",
+                max_frame_bytes=max_frame_bytes,
+                stop=stop,
+                connect=connect,
             )
 
         await accept_until_stopped(listener, connection, stop=stop, on_ready=on_ready)

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from mcp_server.core.session import Session
 from mcp_server.core.settings import Settings, SetupError
 from mcp_server.core.types import Handler
+from mcp_server.registry.corpus import load_corpus
 from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.serve.app import build_server
-from mcp_server.serve.corpus import load_corpus
 from mcp_server.serve.tools import ToolSet
 from mcp_server.serve.tools.catalog import builtin_tools
 

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 from ...core.settings import Settings
 from ...execution.policy import Policy
+from ...registry.corpus import Corpus, load_corpus
 from ...registry.schemas import SchemaRegistry
-from ..corpus import Corpus, load_corpus
 from . import Tool
 from .populate_backend import populate_backend_tool
 from .schema_tools import corpus_tools

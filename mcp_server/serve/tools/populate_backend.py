@@ -10,9 +10,8 @@ import httpx
 from ...core import jsonio
 from ...core.settings import SetupError
 from ...execution.policy import Policy
-from ..corpus import Corpus
+from ...registry.corpus import Corpus, validate_against
 from . import Tool, ToolContext
-from .validation_tools import validate_against
 
 __all__ = ["populate_backend_tool"]
 

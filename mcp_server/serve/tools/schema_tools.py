@@ -9,13 +9,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core import jsonio
-from ..corpus import Corpus, failed, safe_path, unsafe_name
+from ...registry.corpus import Corpus, failed, safe_path, unsafe_name, validate_against
 from . import Tool, ToolContext
-from .validation_tools import validate_against
 
 __all__ = ["corpus_tools"]
 
 NOT_FOUND: dict[str, Any] = {"ok": False, "reason": "not_found"}
+
+
+def example_of(corpus: Corpus, relative: str) -> dict[str, Any]:
+    """``get_example``: the example at ``relative``, validated now against the schema it names."""
+    path = safe_path(corpus.examples_root, relative)
+    if path is None:
+        return failed("/path", "invalid_path")
+    if not path.is_file():
+        return NOT_FOUND
+    try:
+        example = jsonio.loads(path.read_bytes())
+    except (OSError, jsonio.JSONSyntaxError):
+        return failed("", "not_json")
+    name = corpus.schema_for_example(example, relative)
+    verdict = validate_against(corpus, example, name)  # as validate_asset: without its $schemaRef
+    if not verdict["ok"]:
+        return verdict
+    return {"ok": True, "example": example, "schema": name, "validated": True}
 
 
 def corpus_tools(corpus: Corpus) -> list[Tool]:
@@ -37,21 +54,7 @@ def corpus_tools(corpus: Corpus) -> list[Tool]:
         return {"ok": True, "examples": [{"component": c, "path": p} for c, p in chosen]}
 
     async def get_example(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
-        relative = arguments["path"]
-        path = safe_path(corpus.examples_root, relative)
-        if path is None:
-            return failed("/path", "invalid_path")
-        if not path.is_file():
-            return NOT_FOUND
-        try:
-            example = jsonio.loads(path.read_bytes())
-        except (OSError, jsonio.JSONSyntaxError):
-            return failed("", "not_json")
-        name = corpus.schema_for_example(example, relative)
-        verdict = validate_against(corpus, example, name)  # as validate_asset: without its $schemaRef
-        if not verdict["ok"]:
-            return verdict
-        return {"ok": True, "example": example, "schema": name, "validated": True}
+        return example_of(corpus, arguments["path"])
 
     return [
         Tool(

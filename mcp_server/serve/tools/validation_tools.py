@@ -7,27 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.diff import diff_documents
-from ..corpus import Corpus, check_instance, failed, unsafe_name
+from ...registry.corpus import SCHEMA_REQUIRED, Corpus, validate_against
 from . import Tool, ToolContext
 
-__all__ = ["validate_against", "validation_tools"]
-
-SCHEMA_REQUIRED = failed("/schema", "schema param is required")
-
-
-def validate_against(corpus: Corpus, asset: Any, schema: Any) -> dict[str, Any]:
-    """``validate_asset``'s result. A top-level ``$schemaRef`` of the asset is ignored."""
-    if not isinstance(schema, str) or not schema:
-        return SCHEMA_REQUIRED
-    if unsafe_name(schema):
-        return failed("/schema", "invalid_path")
-    entry = corpus.schema(schema)
-    if entry is None:
-        return failed("/schema", f"unknown schema {schema!r}")
-    if isinstance(asset, Mapping) and "$schemaRef" in asset:
-        asset = {key: value for key, value in asset.items() if key != "$schemaRef"}
-    errors = check_instance(entry, asset)
-    return {"ok": False, "reason": "validation_failed", "errors": errors} if errors else {"ok": True, "errors": []}
+__all__ = ["validation_tools"]
 
 
 def validation_tools(corpus: Corpus, max_batch: int) -> list[Tool]:

@@ -15,7 +15,7 @@ from ..core import jsonio
 from ..core.session import Session
 from ..core.types import SERVER_TO_CLIENT
 
-__all__ = ["PeerChannel", "approval_request"]
+__all__ = ["PeerChannel", "approval_request", "attach_peer"]
 
 APPROVAL_SCHEMA: Mapping[str, Any] = {
     "type": "object",
@@ -82,3 +82,10 @@ class PeerChannel:
             )
 
         return ask
+
+
+def attach_peer(
+    session: Session, write: Callable[[bytes], Awaitable[None]], pump: Callable[[], Awaitable[bool]]
+) -> None:
+    """A connection's way to ask its client (a server's elicitation for approval), on its session."""
+    session.peer = PeerChannel(write, pump)

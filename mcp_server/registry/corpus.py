@@ -16,9 +16,10 @@ from types import MappingProxyType
 from typing import Any
 
 from ..core.settings import SetupError
-from ..registry.schemas import SchemaError, SchemaRegistry, Validator, violations
+from .schemas import SchemaError, SchemaRegistry, Validator, violations
 
 __all__ = [
+    "SCHEMA_REQUIRED",
     "Corpus",
     "SchemaEntry",
     "check_instance",
@@ -27,6 +28,7 @@ __all__ = [
     "load_corpus",
     "safe_path",
     "unsafe_name",
+    "validate_against",
 ]
 
 _DEFAULT_ALIASES = {"nested-synesthetic-asset": "synesthetic-asset"}
@@ -203,3 +205,21 @@ def load_corpus(environ: Mapping[str, str], registry: SchemaRegistry, cwd: Path 
 def check_instance(entry: SchemaEntry, instance: Any) -> list[dict[str, str]]:
     """Violations of ``instance`` against a corpus schema, as ``{path, msg}``, sorted."""
     return [{"path": v["path"], "msg": v["msg"]} for v in violations(entry.validator, instance)]
+
+
+SCHEMA_REQUIRED = failed("/schema", "schema param is required")
+
+
+def validate_against(corpus: Corpus, asset: Any, schema: Any) -> dict[str, Any]:
+    """``validate_asset``'s result. A top-level ``$schemaRef`` of the asset is ignored."""
+    if not isinstance(schema, str) or not schema:
+        return SCHEMA_REQUIRED
+    if unsafe_name(schema):
+        return failed("/schema", "invalid_path")
+    entry = corpus.schema(schema)
+    if entry is None:
+        return failed("/schema", f"unknown schema {schema!r}")
+    if isinstance(asset, Mapping) and "$schemaRef" in asset:
+        asset = {key: value for key, value in asset.items() if key != "$schemaRef"}
+    errors = check_instance(entry, asset)
+    return {"ok": False, "reason": "validation_failed", "errors": errors} if errors else {"ok": True, "errors": []}
