@@ -9,13 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.settings import SetupError
 from ..registry.schemas import SchemaRegistry
 from .approvals import ApprovalBook
 from .gate import ExecutionGate, RecordSink, log_sink
-from .http_tools import HttpToolExecutor, load_catalogue, parse_base_url
 from .policy import Policy, load_policy
+
+if TYPE_CHECKING:  # the HTTP client stack is imported only when a catalogue is given
+    from .http_tools import HttpToolExecutor
 
 __all__ = ["Boundary", "load_boundary"]
 
@@ -52,6 +55,8 @@ def load_boundary(
     policy.check_limits(max_frame_bytes)
     executor = None
     if tools_path is not None:
+        from .http_tools import HttpToolExecutor, load_catalogue, parse_base_url
+
         tools = load_catalogue(tools_path, registry, environ)
         base = environ.get("MCP_EXECUTION_BASE_URL") or ""
         if not base:

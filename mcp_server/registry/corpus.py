@@ -9,8 +9,8 @@ newest version that has it) with the specification's examples. Never polled, nev
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
@@ -35,13 +35,22 @@ _DEFAULT_ALIASES = {"nested-synesthetic-asset": "synesthetic-asset"}
 _BUNDLED_EXAMPLES_VERSION = "2026-07-28"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class SchemaEntry:
-    name: str
-    version: str
-    path: str  # relative to its root, "/"-separated
-    document: Any
-    validator: Validator
+    """One schema of the corpus by name. Its validator is compiled on first use: the bundled corpus
+    names every definition of every version, and a server start-up compiles none of them."""
+
+    __slots__ = ("_compile", "_validator", "document", "name", "path", "version")
+
+    def __init__(self, *, name: str, version: str, path: str, document: Any, compile: Callable[[], Validator]) -> None:
+        self.name, self.version, self.path, self.document = name, version, path, document  # path: "/"-separated
+        self._compile = compile
+        self._validator: Validator | None = None
+
+    @property
+    def validator(self) -> Validator:
+        if self._validator is None:
+            self._validator = self._compile()
+        return self._validator
 
 
 def component_of(path: str) -> str:
@@ -138,12 +147,12 @@ def _bundled(registry: SchemaRegistry, aliases: Mapping[str, str], examples_root
                 version=version,
                 path=path,
                 document=definition,
-                validator=protocol.definition_validator(type_name),
+                compile=partial(protocol.definition_validator, type_name),
             )
             entries.append(entry)
             newest[type_name] = entry
     entries += [
-        SchemaEntry(name=type_name, version=e.version, path=e.path, document=e.document, validator=e.validator)
+        SchemaEntry(name=type_name, version=e.version, path=e.path, document=e.document, compile=e._compile)
         for type_name, e in newest.items()
     ]
     spec_examples = examples_root is None
@@ -177,7 +186,8 @@ def _from_dirs(schemas_dir: Path, examples_dir: Path, aliases: Mapping[str, str]
         if isinstance(document, Mapping):
             raw_version = document.get("version", document.get("x-schema-version", ""))
             version = raw_version if isinstance(raw_version, str) else str(raw_version)
-        entries.append(SchemaEntry(name=name, version=version, path=relative, document=document, validator=validator))
+        entry = SchemaEntry(name=name, version=version, path=relative, document=document, compile=lambda v=validator: v)
+        entries.append(entry)
     examples = [p.relative_to(examples_dir).as_posix() for p in sorted(examples_dir.rglob("*.json")) if p.is_file()]
     return Corpus(
         entries=entries, examples_root=examples_dir, examples=examples, schemas_dir=str(schemas_dir), aliases=aliases

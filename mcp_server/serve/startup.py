@@ -22,7 +22,6 @@ from ..registry.schemas import SchemaRegistry
 from .app import build_server
 from .tools import ToolSet
 from .tools.catalog import builtin_tools
-from .tools.http_backed import catalogue_tools
 
 __all__ = ["Server", "prepare", "run_http", "run_socket", "run_stdio"]
 
@@ -58,7 +57,11 @@ def prepare(
         sink=event_sink(events.emit),
     )
     own = builtin_tools(environ, registry, corpus, boundary.policy)
-    extra = [] if boundary.executor is None else catalogue_tools(boundary.executor)
+    extra = []
+    if boundary.executor is not None:  # an HTTP-backed catalogue: the HTTP client stack comes with it
+        from .tools.http_backed import catalogue_tools
+
+        extra = catalogue_tools(boundary.executor)
     clash = {t.name for t in own} & {t.name for t in extra}
     if clash:
         raise SetupError(f"tool catalogue: {sorted(clash)[0]!r} is the name of a built-in tool")

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from ...core import jsonio
 from ...core.settings import SetupError
 from ...execution.policy import Policy
@@ -44,6 +42,8 @@ def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str], policy: Po
                 return outcome
         if policy is not None:
             policy.check_outbound(url, "POST")  # a denial is a policy_violation error, never a silent drop
+        import httpx  # the HTTP client stack, only once a backend is called
+
         try:
             async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
                 response = await client.post(
