@@ -62,6 +62,7 @@ from .run import (
     Checks,
     approve_call,
     expire_call,
+    final_report,
     needs_approval,
     new_report,
     publish,
@@ -685,16 +686,18 @@ async def run_gateway_http(
         events.count_with(metrics)
     app = GatewayHttpApp(new_upstream, checks, options, metrics=metrics)
     reaper = asyncio.ensure_future(app.reap_forever())
+    final = final_report(report, runs_dir)
     try:
         await serve_http(
             app,
             listener,
             on_ready=on_ready,
             signals=[(signal.SIGUSR1, lambda: publish(report, runs_dir))],
+            on_signal=final,
             on_stop=app.close,
         )
     finally:
         reaper.cancel()
         await app.close()
-        publish(report, runs_dir)
+        final()
     return 0

@@ -31,6 +31,17 @@ _CHUNK = 65_536
 _RETRY_FIRST = 0.1
 _RETRY_MOST = 5.0
 _DELETE_SECONDS = 0.5
+# An upstream whose frames nobody reads any more (the gateway is stopping, or the client's session
+# ended) is waited for at most this long after its input closes, then after SIGTERM: together under
+# a second, as a supervisor's grace for the whole gateway is often 2 s. An SDK server exits about
+# 0.2 s after the end of its input.
+_STOP_AFTER_EOF = 0.6
+_STOP_AFTER_SIGTERM = 0.2
+
+
+def _still_read(reader: asyncio.Task[Any] | None) -> bool:
+    """Whether an upstream's ``frames`` is still read: a reader cancelled or ended reads no more."""
+    return reader is not None and not reader.done() and not reader.cancelling()
 
 
 class Upstream(Protocol):
@@ -67,6 +78,7 @@ class StdioUpstream:
         self.process: asyncio.subprocess.Process | None = None
         self._stdout = ChunkReader()
         self._stderr_task: asyncio.Task[None] | None = None
+        self._reader: asyncio.Task[Any] | None = None  # the task that iterates ``frames``
 
     async def start(self) -> None:
         # The child's stdout is a pipe of our own, read straight into a ``ChunkReader``: a hop fewer
@@ -109,6 +121,7 @@ class StdioUpstream:
         await self.process.stdin.drain()  # a slow upstream slows the client down: bounded buffers
 
     async def frames(self) -> AsyncIterator[tuple[bytes, int]]:
+        self._reader = asyncio.current_task()
         splitter = LineSplitter(self.max_frame_bytes)
         while True:
             chunk = await self._stdout.get()
@@ -125,19 +138,38 @@ class StdioUpstream:
         if process.stdin is not None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 process.stdin.close()
-        for stop in (None, signal.SIGTERM, signal.SIGKILL):
-            if process.returncode is not None:
-                break
-            if stop is not None:
+        for stop, cap in ((None, _STOP_AFTER_EOF), (signal.SIGTERM, _STOP_AFTER_SIGTERM)):
+            if stop is not None and process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     process.send_signal(stop)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), self.grace_seconds)
+            await self._wait_exit(process, cap)
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGKILL)
         await process.wait()
         if self._stderr_task is not None:
+            cap = self.grace_seconds if _still_read(self._reader) else min(self.grace_seconds, _STOP_AFTER_SIGTERM)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stderr_task, self.grace_seconds)
+                await asyncio.wait_for(self._stderr_task, cap)
         return process.returncode
+
+    async def _wait_exit(self, process: asyncio.subprocess.Process, cap: float) -> None:
+        """Wait for the child to exit: for the grace period while its frames are still read (its last
+        answers still reach a client), for ``cap`` seconds at most once they are not."""
+        if process.returncode is not None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace_seconds
+        exited = asyncio.ensure_future(process.wait())
+        try:
+            reader = self._reader
+            if reader is not None and _still_read(reader):
+                await asyncio.wait({exited, reader}, timeout=self.grace_seconds, return_when=asyncio.FIRST_COMPLETED)
+            remaining = min(deadline - loop.time(), cap)
+            if not exited.done() and remaining > 0:
+                await asyncio.wait({exited}, timeout=remaining)
+        finally:
+            exited.cancel()
 
 
 async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, str | None, int | None]]:
@@ -324,17 +356,12 @@ class HttpUpstream:
                 return
             yield (body, len(body)) if len(body) <= self.max_frame_bytes else (b"", len(body))
 
-    def _read(self) -> bool:
-        """Whether ``frames`` is still read: a reader cancelled or ended reads no more replies."""
-        reader = self._reader
-        return reader is not None and not reader.done() and not reader.cancelling()
-
     async def _drain(self) -> None:
         """Let the requests in flight finish while their replies are still read, for the grace period
         at most (a STDIO client that closed its input still gets its answers)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.grace_seconds
-        while self._inflight and self._read() and self._reader is not None and loop.time() < deadline:
+        while self._inflight and _still_read(self._reader) and self._reader is not None and loop.time() < deadline:
             waiting = {*self._inflight, self._reader}
             await asyncio.wait(waiting, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED)
 
@@ -349,7 +376,7 @@ class HttpUpstream:
                 headers = {"Mcp-Session-Id": self._session_id}
                 await self._client.delete(self.url, headers=headers, timeout=_DELETE_SECONDS)
         await self._client.aclose()
-        if self._read():
+        if _still_read(self._reader):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._queue.put(None), self.grace_seconds)
         return 0

@@ -423,10 +423,12 @@ async def serve_http(
     *,
     on_ready: Callable[[], None],
     signals: Iterable[tuple[int, Callable[[], None]]] = (),
+    on_signal: Callable[[], None] | None = None,
     on_stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``app`` with uvicorn until SIGINT/SIGTERM (and call the ``signals`` handlers given);
-    in-flight requests finish first, after ``on_stop`` has ended the ones that would not."""
+    ``on_signal`` runs in the stop signal's handler, first; in-flight requests finish, after
+    ``on_stop`` has ended the ones that would not."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -445,7 +447,7 @@ async def serve_http(
             yield  # the signals are this loop's (below), not re-raised after shutdown
 
     server = Server(config)
-    with stop_on_signals(*signals) as stop:
+    with stop_on_signals(*signals, on_stop=on_signal) as stop:
         serving = asyncio.ensure_future(server.serve(sockets=[listener]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.01)
