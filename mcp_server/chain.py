@@ -75,6 +75,6 @@ def build_chain(
     if events is not None:
         stages.append(capture_stage())
     if tools is not None:
-        stages.append(tool_output_check(tools))
+        stages.append(tool_output_check(tools, registry))
     stages += after_check
     return compose(stages, handler)

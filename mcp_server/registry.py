@@ -140,6 +140,9 @@ class ProtocolSchema:
         self.definitions: Mapping[str, Any] = document[self.defs_key]
         self.uri = f"urn:mcp:schema:{version}"
         self.stateless = "InitializeRequest" not in self.definitions
+        # Tools may declare an outputSchema and answer with structuredContent (from 2025-06-18).
+        call_result = self.definitions.get("CallToolResult", {})
+        self.structured_tool_results = "structuredContent" in call_result.get("properties", {})
         self._registry = jsonschema_rs.Registry([(self.uri, dict(document))], retriever=_refuse_remote)
         requests: dict[tuple[Direction, str], str] = {}
         notifications: dict[tuple[Direction, str], str] = {}

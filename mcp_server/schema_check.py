@@ -137,7 +137,7 @@ def check_message(
             validator = protocol.result_validator(method)
             found = [] if validator is None else violations(validator, document["result"], prefix="/result")
             tool_io = tools.io(tool) if tools is not None and tool is not None else None
-            if not found and tool_io is not None:
+            if not found and tool_io is not None and protocol.structured_tool_results:
                 check_tool_output(tool_io, document["result"])
     if found:
         raise Rejection(CanonicalError.INVALID_PARAMS, found)
@@ -206,14 +206,17 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
     return CheckStage(check)
 
 
-def tool_output_check(tools: ToolSchemas) -> Middleware:
-    """The schema check's way back: the reply to a ``tools/call`` meets the tool's output schema."""
+def tool_output_check(tools: ToolSchemas, registry: SchemaRegistry) -> Middleware:
+    """The schema check's way back: the reply to a ``tools/call`` meets the tool's output schema, in
+    the versions that have output schemas."""
 
     def middleware(next_handler: Handler) -> Handler:
         async def handle(frame: Frame) -> Reply | None:
             reply = await next_handler(frame)
             message = frame.message
             if reply is None or reply.document is None or message is None or message.method != "tools/call":
+                return reply
+            if frame.version is None or not registry.protocol(frame.version).structured_tool_results:
                 return reply
             result = reply.document.get("result")
             tool_io = tools.io((message.params or {}).get("name", ""))

@@ -32,7 +32,7 @@ def call_tool_result(output: Mapping[str, Any], registry: SchemaRegistry, versio
         "content": [{"type": "text", "text": jsonio.dumps(output).decode()}],
         "isError": output.get("ok", True) is not True,
     }
-    if "structuredContent" in registry.protocol(version).definitions["CallToolResult"].get("properties", {}):
+    if registry.protocol(version).structured_tool_results:
         result["structuredContent"] = dict(output)
     return result
 

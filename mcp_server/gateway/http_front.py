@@ -45,6 +45,7 @@ from ..transport.http import (
     allowed_hosts,
     check_post,
     host_allowed,
+    is_stateless,
     read_body,
     refuse,
     request_headers,
@@ -61,6 +62,7 @@ from .run import (
     Checks,
     approve_call,
     expire_call,
+    final_report,
     needs_approval,
     new_report,
     publish,
@@ -483,7 +485,7 @@ class GatewayHttpApp:
             return await self._post_without_session(send, raw, size, headers, accepts)
         frame = Frame(raw=raw, size=size, transport="http", session=front.session, headers=headers)
         reply, stream = await front.request(frame, accepts)
-        await self._answer(send, reply, stream, accepts)
+        await self._answer(send, reply, stream, accepts, stateless=is_stateless(self.registry, front.session, headers))
 
     async def _post_without_session(
         self, send: Send, raw: bytes, size: int, headers: Mapping[str, str], accepts: PostAccepts
@@ -504,7 +506,7 @@ class GatewayHttpApp:
             return await send_reply(send, error_reply(Rejection(CanonicalError.UPSTREAM_UNAVAILABLE)), accepts)
         frame = Frame(raw=raw, size=size, transport="http", session=front.session, headers=headers)
         reply, stream = await front.request(frame, accepts)
-        await self._answer(send, reply, stream, accepts)
+        await self._answer(send, reply, stream, accepts, stateless=is_stateless(self.registry, front.session, headers))
 
     async def _stateless_session(self) -> _FrontSession:
         async with self._starting:  # concurrent first requests share one upstream, started once
@@ -550,20 +552,23 @@ class GatewayHttpApp:
         stream: _Stream | None,
         accepts: PostAccepts,
         extra: list[tuple[bytes, bytes]] | None = None,
+        *,
+        stateless: bool = False,
     ) -> None:
-        """The HTTP response to a POST: the chain's own reply, 202, or what comes on ``stream``."""
+        """The HTTP response to a POST: the chain's own reply, 202, or what comes on ``stream``; a
+        reply in one piece takes its status by the rules of the request's version, the upstream's own too."""
         extra = extra or []
         if stream is None:
             if reply is None:  # a notification or a response, relayed: accepted
                 return await respond(send, 202, b"", None, extra)
-            return await send_reply(send, reply, accepts, extra)
+            return await send_reply(send, reply, accepts, extra, stateless=stateless)
         first = await stream.queue.get()
         if first is None:
             unavailable = error_reply(Rejection(CanonicalError.UPSTREAM_UNAVAILABLE))
-            return await send_reply(send, unavailable, accepts, extra)
+            return await send_reply(send, unavailable, accepts, extra, stateless=stateless)
         raw, last = first
         if last:  # the reply came first: the whole response in one piece
-            return await send_reply(send, Reply(raw=raw), accepts, extra)
+            return await send_reply(send, Reply(raw=raw), accepts, extra, stateless=stateless)
         # Messages before the reply: an SSE stream, one event each, ended by the reply.
         await send(
             {
@@ -681,16 +686,18 @@ async def run_gateway_http(
         events.count_with(metrics)
     app = GatewayHttpApp(new_upstream, checks, options, metrics=metrics)
     reaper = asyncio.ensure_future(app.reap_forever())
+    final = final_report(report, runs_dir)
     try:
         await serve_http(
             app,
             listener,
             on_ready=on_ready,
             signals=[(signal.SIGUSR1, lambda: publish(report, runs_dir))],
+            on_signal=final,
             on_stop=app.close,
         )
     finally:
         reaper.cancel()
         await app.close()
-        publish(report, runs_dir)
+        final()
     return 0

@@ -3,7 +3,8 @@
 Client → upstream frames are checked as client messages, upstream → client frames as server
 messages, in one ``Session``. When the upstream ends first, every request still pending gets
 ``UPSTREAM_UNAVAILABLE`` and the gateway exits non-zero; when the client ends first, the
-upstream is stopped (SIGTERM, then SIGKILL) and reaped. The report is written either way.
+upstream is stopped (SIGTERM, then SIGKILL) and reaped. The report is written either way; on
+SIGINT/SIGTERM first of all.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "Checks",
     "approve_call",
     "expire_call",
+    "final_report",
     "needs_approval",
     "new_report",
     "publish",
@@ -83,12 +85,13 @@ async def run_gateway(
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
     report = new_report(upstream.name, config, policy, events)
     client = await open_writer(stdout_fd)  # the client's side of STDIO: JSON-RPC frames only, one per line
+    final = final_report(report, runs_dir)
 
     async def write(data: bytes) -> None:
         with contextlib.suppress(BrokenPipeError):  # the client closed stdout: what it would read is dropped
             await client.send(data + b"\n")
 
-    with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir))) as stop:
+    with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir)), on_stop=final) as stop:
         try:
             return await _session(
                 upstream,
@@ -99,7 +102,7 @@ async def run_gateway(
                 stop=stop,
             )
         finally:
-            publish(report, runs_dir)
+            final()
             await client.close(stop)
 
 
@@ -119,7 +122,8 @@ async def run_gateway_unix(
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
     report = new_report(new_upstream().name, config, policy, events)
     checks = Checks(registry, config, report, max_frame_bytes, policy, events)
-    with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir))) as stop:
+    final = final_report(report, runs_dir)
+    with stop_on_signals((signal.SIGUSR1, lambda: publish(report, runs_dir)), on_stop=final) as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             async def write(data: bytes) -> None:
@@ -134,7 +138,7 @@ async def run_gateway_unix(
         try:
             await accept_until_stopped(listener, connection, stop=stop, on_ready=on_ready)
         finally:
-            publish(report, runs_dir)
+            final()
     return 0
 
 
@@ -426,6 +430,20 @@ def unavailable_replies(session: Session, checks: Checks, transport: str) -> lis
         if rendered is not None:
             replies.append((request_id, rendered))
     return replies
+
+
+def final_report(report: ConformanceReport, runs_dir: Path) -> Callable[[], None]:
+    """``publish`` the run's report once: at the first SIGINT/SIGTERM (before the gateway waits for
+    any upstream, so a supervisor's SIGKILL after its grace still finds it), or at the end."""
+    published = False
+
+    def final() -> None:
+        nonlocal published
+        if not published:
+            published = True
+            publish(report, runs_dir)
+
+    return final
 
 
 def publish(report: ConformanceReport, runs_dir: Path) -> None:

@@ -5,9 +5,9 @@ is the response. What the transport decides itself is about HTTP: Host/Origin (D
 Accept, Content-Type, the body cap (read in chunks, refused past the limit without being held),
 and sessions: ``Mcp-Session-Id`` is issued when an ``initialize`` on a stateful version succeeds
 and required afterwards (404 for an unknown one, DELETE ends it). Under 2026-07-28 there are no
-sessions; the chain checks the routing headers against the body. Every refusal's status comes
-from the error catalogue. The request-level checks are functions, shared with the gateway's HTTP
-front (``gateway/http_front.py``).
+sessions; the chain checks the routing headers against the body. Every status comes from the error
+catalogue; a reply's follows the rules of its request's version (``reply_status``, ADR 0013). The
+request-level checks are functions, shared with the gateway's HTTP front (``gateway/http_front.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Mu
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import jsonio
 from ..error_boundary import error_reply
-from ..errors import CanonicalError, Rejection
+from ..errors import CanonicalError, Rejection, reply_status
 from ..events import EventLog
 from ..metrics import CONTENT_TYPE, Metrics
 from ..registry import SchemaRegistry
@@ -46,6 +47,7 @@ __all__ = [
     "bind_tcp",
     "check_post",
     "host_allowed",
+    "is_stateless",
     "read_body",
     "refuse",
     "request_headers",
@@ -162,9 +164,42 @@ def sse_event(raw: bytes) -> bytes:
     return b"event: message\ndata: " + raw + b"\n\n"
 
 
-async def send_reply(send: Send, reply: Reply, accepts: PostAccepts, extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    """A reply as the whole response: JSON when the client takes it, else one SSE event."""
-    status = reply.error.http_status if reply.error is not None else 200
+def is_stateless(registry: SchemaRegistry, session: Session, headers: Mapping[str, str]) -> bool:
+    """Whether a POST is governed by a stateless version (2026-07-28): its session's version, else the
+    one its MCP-Protocol-Version header names (the chain holds the header to the body's)."""
+    version = session.protocol_version or headers.get("mcp-protocol-version")
+    return version in registry.stateless_versions
+
+
+def _error_code(reply: Reply) -> int | None:
+    """The JSON-RPC error code a reply carries (``None`` for a result); a relayed reply is read only
+    when its bytes can hold an error."""
+    document = reply.document
+    if document is None:
+        raw = reply.to_bytes()
+        if b'"error"' not in raw:
+            return None
+        try:
+            document = jsonio.loads(raw)
+        except jsonio.JSONSyntaxError:
+            return None
+    error = document.get("error") if isinstance(document, Mapping) else None
+    code = error.get("code") if isinstance(error, Mapping) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+async def send_reply(
+    send: Send,
+    reply: Reply,
+    accepts: PostAccepts,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+    *,
+    stateless: bool = False,
+) -> None:
+    """A reply as the whole response: JSON when the client takes it, else one SSE event. Its status
+    follows the rules of the request's version (``stateless``: 2026-07-28's; ADR 0013)."""
+    code = reply.error.mcp_code if reply.error is not None else _error_code(reply) if stateless else None
+    status = reply_status(reply.error, code, stateless=stateless)
     body = reply.to_bytes()
     if accepts.json:
         await respond(send, status, body, b"application/json", extra)
@@ -180,7 +215,8 @@ async def refuse(
     *,
     events: EventLog | None = None,
 ) -> None:
-    """Answer an HTTP-level refusal: the member's status and a JSON-RPC error body (id null).
+    """Answer an HTTP-level refusal (a member of ``HTTP_REFUSALS``): the member's status and a
+    JSON-RPC error body (id null).
     With ``events``, the refused request is logged as a frame that never reached the chain."""
     rejection = Rejection(error, list(errors))
     reply: Reply = error_reply(rejection)
@@ -303,7 +339,7 @@ class McpHttpApp:
                 extra.append((b"mcp-session-id", session.id.encode()))
         if reply is None:  # a notification or a response: accepted, nothing to say
             return await respond(send, 202, b"", None, extra)
-        await send_reply(send, reply, accepts, extra)
+        await send_reply(send, reply, accepts, extra, stateless=is_stateless(self.registry, session, headers))
 
     def _admit(self, session: Session) -> bool:
         """Register a new stateful session (idle ones expire first); ``False`` past the cap."""
@@ -359,10 +395,12 @@ async def serve_http(
     *,
     on_ready: Callable[[], None],
     signals: Iterable[tuple[int, Callable[[], None]]] = (),
+    on_signal: Callable[[], None] | None = None,
     on_stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``app`` with uvicorn until SIGINT/SIGTERM (and call the ``signals`` handlers given);
-    in-flight requests finish first, after ``on_stop`` has ended the ones that would not."""
+    ``on_signal`` runs in the stop signal's handler, first; in-flight requests finish, after
+    ``on_stop`` has ended the ones that would not."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -381,7 +419,7 @@ async def serve_http(
             yield  # the signals are this loop's (below), not re-raised after shutdown
 
     server = Server(config)
-    with stop_on_signals(*signals) as stop:
+    with stop_on_signals(*signals, on_stop=on_signal) as stop:
         serving = asyncio.ensure_future(server.serve(sockets=[listener]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.01)

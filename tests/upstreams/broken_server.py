@@ -5,15 +5,20 @@ It answers `initialize` correctly, then misbehaves per tool called:
 fails the outputSchema), `unknown_id` (answers with an id never sent), `junk` (prints a stray line
 to stdout first), `die` (exits mid-call), `hang` (never answers; a `notifications/cancelled` for
 it is reported on stderr). The second `tools/list` changes a tool's schema, and
-the tool `badschema` has an inputSchema that is not a valid JSON Schema.
+the tool `badschema` has an inputSchema that is not a valid JSON Schema. Started with `--stubborn`
+it ignores SIGTERM and outlives the end of its input: only SIGKILL stops it.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 
 listed = 0
+if "--stubborn" in sys.argv[1:]:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def tools(version: int) -> list[dict]:
@@ -84,3 +89,6 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ok"}]}})
     else:
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+
+if "--stubborn" in sys.argv[1:]:
+    threading.Event().wait()  # input ended: stay anyway
