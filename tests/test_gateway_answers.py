@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -311,7 +312,9 @@ class _Lines:
     def __init__(self, stream: Any) -> None:
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
-        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+        self.stream = stream
+        self.reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.reader.start()
 
     def _read(self, stream: Any) -> None:
         try:
@@ -378,3 +381,27 @@ def test_the_report_breaks_http_sessions_down_and_names_the_party_at_fault(tmp_p
     ).stdout.decode()
     assert f"session {first['Mcp-Session-Id']} (http)" in printed
     assert "invalid_tool_input: 1 (client)" in printed
+
+
+def test_a_gateway_stopped_with_a_call_pending_answers_it_without_blaming_the_upstream(tmp_path: Path) -> None:
+    """Issue 18: SIGTERM with a request pending: the client still gets an answer (retryable
+    UPSTREAM_UNAVAILABLE), the upstream a cancellation, and the report no violation for it."""
+    peer = Peer(tmp_path, upstream=BROKEN_UPSTREAM)
+    handshake(peer, "2025-11-25")
+    peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    peer.send(call(3, "hang"))
+    assert peer.process.stderr is not None
+    stderr = _Lines(peer.process.stderr)
+    stderr.wait_for("hanging 3")
+    peer.process.send_signal(signal.SIGTERM)
+    answer = peer.receive()
+    assert answer["id"] == 3 and answer["error"]["code"] == CanonicalError.UPSTREAM_UNAVAILABLE.mcp_code
+    assert peer.process.wait(WAIT) == 0
+    stderr.wait_for('cancelled {"requestId": 3, "reason": "gateway stopped"}')
+    stderr.reader.join(WAIT)  # the gateway exited: its stderr is at its end
+    for stream in (peer.process.stdin, peer.process.stdout, stderr.stream):
+        assert stream is not None
+        stream.close()
+    report = report_of(tmp_path)
+    assert "upstream_unavailable" not in report["violations"]
+    assert [(entry["id"], entry["reason"]) for entry in report["unanswered"]] == [(3, "gateway_stopped")]
