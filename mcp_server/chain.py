@@ -54,14 +54,17 @@ def build_chain(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     policy: Middleware | None = None,
     verdict: Middleware | None = None,
+    before_check: Sequence[Middleware] = (),
     after_check: Sequence[Middleware] = (),
     events: EventLog | None = None,
 ) -> Handler:
-    """error boundary [and event log] → [verdict] → size guard → JSON syntax → classify → [policy] → schema check
-    (→ the tool output check on the way back) → [after_check …] → handler.
+    """error boundary [and event log] → [verdict] → size guard → JSON syntax → classify → [policy]
+    → [before_check …] → schema check (→ the tool output check on the way back) → [after_check …] → handler.
 
     ``verdict`` decides what a rejection does before the boundary renders it (a gateway in
-    observe mode lets the frame pass); ``after_check`` sees only frames that passed every check.
+    observe mode lets the frame pass); ``before_check`` sees classified frames the policy let
+    through (a gateway holds one there until it can be checked); ``after_check`` sees only frames
+    that passed every check.
     ``events`` writes one event per frame, from what the stages learnt about it: the boundary
     takes it, once it has rendered the frame's reply.
     """
@@ -71,6 +74,7 @@ def build_chain(
     stages += [size_guard(max_frame_bytes), json_syntax(), classify_stage()]
     if policy is not None:
         stages.append(policy)
+    stages += before_check
     stages.append(schema_check(registry, tools))
     if events is not None:
         stages.append(capture_stage())

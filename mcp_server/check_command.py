@@ -21,7 +21,7 @@ from .gateway.report import nested
 from .gateway.tools import UpstreamTools
 from .json_syntax import parse
 from .registry import SchemaRegistry
-from .schema_check import check_message, governing_version
+from .schema_check import check_message, governing_version, opposite
 from .types import (
     CLIENT_TO_SERVER,
     NOTIFICATION,
@@ -152,9 +152,6 @@ class CheckReport:
         }
 
 
-_OPPOSITE = {CLIENT_TO_SERVER: SERVER_TO_CLIENT, SERVER_TO_CLIENT: CLIENT_TO_SERVER}
-
-
 class SessionCheck:
     """One recorded session, followed frame by frame as the chain would see it.
 
@@ -282,15 +279,13 @@ class SessionCheck:
             message = classify(document)
         except Rejection as rejection:
             shape = shape_of(document)
-            method = document.get("method")
-            method = method if isinstance(method, str) else None
-            direction = direction or self._infer(shape._replace(method=method))
-            report.frames[direction, method or "(not json-rpc)"] += 1
+            direction = direction or self._infer(shape)
+            report.frames[direction, shape.method or "(not json-rpc)"] += 1
             report.violation(
                 rejection.error.slug,
                 line=number,
                 direction=direction,
-                method=method,
+                method=shape.method,
                 request_id=shape.id,
                 errors=rejection.errors,
             )
@@ -305,7 +300,7 @@ class SessionCheck:
                 name = message.params.get("name")
                 tool = name if isinstance(name, str) else None
         elif message.id is not None:
-            key = (_OPPOSITE[direction], message.id)
+            key = (opposite(direction), message.id)
             method = session.pending.get(key)
             tool = session.pending_tools.get(key)
             message = Message(kind, message.id, method)

@@ -91,6 +91,8 @@ class CanonicalError(Enum):
     DEPENDENCY_UNAVAILABLE = (-32603, 503, "A dependency is unreachable", "unavailable")
     # Streamable HTTP: the session's GET stream is open already (one per session).
     STREAM_ALREADY_OPEN = (-32600, 409, "A GET stream is open for this session already", "invalid_state")
+    # Gateway: what the client did, reported to the upstream in its place (its request is answered).
+    CLIENT_INVALID_REPLY = (-32603, 502, "Client reply violates the MCP schema", "validation_failed")
 
     def __init__(
         self,

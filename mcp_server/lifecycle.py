@@ -15,6 +15,7 @@ from .registry import SchemaRegistry
 from .types import Direction, Frame, Message, MessageKind, Session
 
 __all__ = [
+    "CLIENT_CAPABILITIES_META",
     "PROTOCOL_VERSION_META",
     "SERVER_NAME",
     "discover",
@@ -23,9 +24,11 @@ __all__ = [
     "is_at_least",
     "ping",
     "resolve_version",
+    "stated_version",
 ]
 
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 SERVER_NAME = "mcp-server"
 
 # Only ping may precede the handshake (basic/lifecycle: "The client SHOULD NOT send requests
@@ -40,7 +43,8 @@ def is_at_least(registry: SchemaRegistry, version: str | None, floor: str) -> bo
     return registry.versions.index(version) >= registry.versions.index(floor)
 
 
-def _meta_version(params: Mapping[str, Any] | None) -> Any:
+def stated_version(params: Mapping[str, Any] | None) -> Any:
+    """What a request's ``_meta`` states as its protocol version (2026-07-28), unchecked; ``None`` if nothing."""
     if not isinstance(params, Mapping):
         return None
     meta = params.get("_meta")
@@ -57,7 +61,7 @@ def resolve_version(message: Message, direction: Direction, session: Session, re
     """
     if session.protocol_version is not None:
         return session.protocol_version
-    requested = _meta_version(message.params)
+    requested = stated_version(message.params)
     if requested is not None:
         if not isinstance(requested, str):
             raise Rejection(

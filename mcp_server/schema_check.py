@@ -33,6 +33,7 @@ __all__ = [
     "check_message",
     "check_tool_output",
     "governing_version",
+    "opposite",
     "schema_check",
     "tool_output_check",
 ]
@@ -42,7 +43,8 @@ class ToolSchemas(Protocol):
     """Where the schema check finds a tool's compiled I/O validators.
 
     ``strict``: a ``tools/call`` of a tool it does not know is refused (a server knows all its
-    tools; a gateway may not have seen the upstream's list, and passes such calls on).
+    tools, and a gateway waits for its upstream's list first; the offline check of a capture that
+    holds no list passes such calls on).
     """
 
     strict: bool
@@ -50,7 +52,8 @@ class ToolSchemas(Protocol):
     def io(self, name: str) -> ToolIO | None: ...
 
 
-def _opposite(direction: Direction) -> Direction:
+def opposite(direction: Direction) -> Direction:
+    """The other way: a response goes opposite to the request it answers."""
     if direction is Direction.CLIENT_TO_SERVER:
         return Direction.SERVER_TO_CLIENT
     return Direction.CLIENT_TO_SERVER
@@ -78,7 +81,7 @@ def governing_version(
     if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
         if session.protocol_version is None and message.id is not None:
             # A stateless request's reply is of the version the request stated (2026-07-28).
-            stated = session.pending_versions.get((_opposite(direction), message.id))
+            stated = session.pending_versions.get((opposite(direction), message.id))
             if stated in registry.stateless_versions:
                 return stated
         return session.protocol_version or registry.latest_handshake
@@ -128,7 +131,7 @@ def check_message(
     if message.id is None:  # an error response to a frame whose id could not be read
         found = violations(protocol.envelope_validator(protocol.error_response_def), document)
     else:
-        method, tool = session.settle(_opposite(direction), message.id)
+        method, tool = session.settle(opposite(direction), message.id)
         if method is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
         if message.kind is ERROR_RESPONSE:
@@ -183,7 +186,7 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
         annotations = None
         if message.id is not None and (message.kind is RESPONSE or message.kind is ERROR_RESPONSE):
             # Name the request a response answers, for the stages and logs after this one.
-            key = (_opposite(frame.direction), message.id)
+            key = (opposite(frame.direction), message.id)
             message = message._replace(method=session.pending.get(key))
             tool = session.pending_tools.get(key)
             if tool is not None:

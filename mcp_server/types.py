@@ -79,6 +79,9 @@ class Message(NamedTuple):
 
 _session_ids = itertools.count(1)
 
+_ABANDONED_KEPT = 1024
+"""Abandoned requests a session remembers, for their late replies (the oldest are forgotten)."""
+
 
 class Session:
     """Per-connection protocol state, owned by one transport connection.
@@ -88,6 +91,7 @@ class Session:
     """
 
     __slots__ = (
+        "abandoned",
         "client_capabilities",
         "client_info",
         "id",
@@ -115,6 +119,9 @@ class Session:
         self.peer: PeerChannel | None = None
         # The version each pending request stated for itself (2026-07-28: no session version).
         self.pending_versions: dict[tuple[Direction, RequestId], str] = {}
+        # Requests settled without their peer's reply (cancelled, or answered in the peer's place): a
+        # reply that still comes is late, not unknown. The most recent ``_ABANDONED_KEPT`` only.
+        self.abandoned: dict[tuple[Direction, RequestId], None] = {}
 
     def expect_reply(
         self,
@@ -139,6 +146,25 @@ class Session:
         key = (direction, request_id)
         self.pending_versions.pop(key, None)
         return self.pending.pop(key, None), self.pending_tools.pop(key, None)
+
+    def abandon(self, direction: Direction, request_id: RequestId) -> tuple[str | None, str | None]:
+        """Settle a pending request that its peer will not be heard on (cancelled, timed out):
+        its reply, should it come, is late. Returns its method and tool (``None``: not pending)."""
+        method, tool = self.settle(direction, request_id)
+        if method is not None:
+            if len(self.abandoned) >= _ABANDONED_KEPT:
+                del self.abandoned[next(iter(self.abandoned))]
+            self.abandoned[(direction, request_id)] = None
+        return method, tool
+
+    def late(self, direction: Direction, request_id: RequestId) -> bool:
+        """Whether a reply to ``request_id`` (a request sent in ``direction``) answers an abandoned
+        request; it is forgotten (one reply per request)."""
+        key = (direction, request_id)
+        if key not in self.abandoned:
+            return False
+        del self.abandoned[key]
+        return True
 
 
 _NO_ANNOTATIONS: Mapping[str, Any] = MappingProxyType({})

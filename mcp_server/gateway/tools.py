@@ -25,12 +25,18 @@ class ListOutcome:
 
 
 class UpstreamTools:
-    """A ``ToolSchemas`` for the schema check, fed by the upstream's ``tools/list`` results."""
+    """A ``ToolSchemas`` for the schema check, fed by the upstream's ``tools/list`` results.
 
-    strict = False  # a call to a tool not (yet) listed is passed on, not refused
+    ``strict``: a call of a tool not listed is refused (the gateway, which waits for the list
+    before it checks a call); the offline check, which has only what a capture holds, passes it on.
+    ``complete``: every page of the upstream's list has been learnt since it last said the list
+    changed, so a tool not in it is not the upstream's.
+    """
 
-    def __init__(self, registry: SchemaRegistry) -> None:
+    def __init__(self, registry: SchemaRegistry, *, strict: bool = False) -> None:
         self._registry = registry
+        self.strict = strict
+        self.complete = False
         self._io: dict[str, ToolIO] = {}
         self._pins: dict[str, tuple[str, Mapping[str, Any]]] = {}
 
