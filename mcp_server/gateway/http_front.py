@@ -752,5 +752,5 @@ async def run_gateway_http(
     finally:
         reaper.cancel()
         await app.close()
-        final()
+        publish(report, runs_dir)
     return 0

@@ -119,7 +119,7 @@ async def run_gateway(
                 stop=stop,
             )
         finally:
-            final()
+            publish(report, runs_dir)
             await client.close(stop)
 
 
@@ -155,7 +155,7 @@ async def run_gateway_unix(
         try:
             await accept_until_stopped(listener, connection, stop=stop, on_ready=on_ready)
         finally:
-            final()
+            publish(report, runs_dir)
     return 0
 
 
@@ -588,17 +588,14 @@ def end_pending(
 
 
 def final_report(report: ConformanceReport, runs_dir: Path) -> Callable[[], None]:
-    """``publish`` the run's report once: at the first SIGINT/SIGTERM (before the gateway waits for
-    any upstream, so a supervisor's SIGKILL after its grace still finds it), or at the end."""
-    published = False
+    """The run's report written at the first SIGINT/SIGTERM, before the gateway waits for any
+    upstream, so that a supervisor's SIGKILL after its grace still finds one; ``publish`` at the end
+    writes it again, whole (the requests the stop left unanswered included), over the same file."""
 
-    def final() -> None:
-        nonlocal published
-        if not published:
-            published = True
-            publish(report, runs_dir)
+    def first() -> None:
+        report.write(runs_dir)
 
-    return final
+    return first
 
 
 def publish(report: ConformanceReport, runs_dir: Path) -> None:
