@@ -100,7 +100,7 @@ def load_script(path: Path) -> list[bytes]:
         frame = _frame_of(entry, line)
         if frame is None:
             raise ReplayError(
-                f"{path}:{number}: expected {{'send': ...}}, {{'raw': str}}, {{'oversized': int >= 8}}, "
+                f"{path}: line {number}: expected {{'send': ...}}, {{'raw': str}}, {{'oversized': int >= 8}}, "
                 "a JSON-RPC frame or {'direction', 'frame'}"
             )
         if frame:

@@ -244,4 +244,4 @@ def test_a_script_line_of_no_known_form_is_refused_naming_the_line(tmp_path: Pat
     script = tmp_path / "odd.jsonl"
     script.write_text('{"send": {"jsonrpc": "2.0", "method": "x"}}\n{"say": "hello"}\n')
     result = golden_cli(tmp_path, "record", str(script), "-o", str(tmp_path / "out.jsonl"))
-    assert result.returncode == 2 and "odd.jsonl:2:" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "odd.jsonl: line 2:" in result.stderr and "Traceback" not in result.stderr
