@@ -69,13 +69,31 @@ def _remember(frame: Frame) -> None:
         frame.session.expect_reply(frame.direction, message.id, message.method, tool, version=stated)
 
 
-def relay(report: ConformanceReport) -> Handler:
-    """The terminal handler: a checked frame goes on to the other side, byte for byte."""
+def relay(report: ConformanceReport, tools: UpstreamTools) -> Handler:
+    """The terminal handler: a checked frame goes on to the other side, byte for byte.
+
+    A call of a tool the upstream does not list (its whole list learnt, or waited for long enough)
+    goes on too: the upstream is the authority on its tools and answers it (the spec's unknown-tool
+    error, or a tool result); the report names it (``tool_not_listed``, the client's)."""
 
     async def handle(frame: Frame) -> Reply:
         message = frame.message
         assert message is not None  # classified: it passed every check
         report.frame(frame.direction, message.method, message.kind, frame.session)
+        tool = _tool_of(frame) if message.kind is REQUEST and message.method == "tools/call" else None
+        if tool is not None and tools.io(tool) is None:
+            emit(
+                report.violation(
+                    "tool_not_listed",
+                    direction=frame.direction,
+                    method=message.method,
+                    tool=tool,
+                    request_id=message.id,
+                    action="forwarded",
+                    kind=message.kind,
+                    session=frame.session,
+                )
+            )
         _remember(frame)
         return Reply(raw=frame.raw, document=frame.document, to_peer=True)
 

@@ -459,11 +459,11 @@ def session_chain(checks: Checks, own: PeerChannel | None = None) -> tuple[Handl
     """The one chain of a gateway session, both directions: the checks, the verdict, the relay; and
     its waits (``own``: how the gateway asks the upstream for its tools itself)."""
     registry, config, report, max_frame_bytes, policy, events = checks
-    tools = UpstreamTools(registry, strict=True)  # a call is checked once its tool is listed, or refused
+    tools = UpstreamTools(registry, waits=True)  # a call is checked once its tool is listed
     readiness = Readiness(tools, own, config.check_wait_seconds)
     can_hold = _can_elicit(policy) if policy is not None else None
     chain = build_chain(
-        relay(report),
+        relay(report, tools),
         registry=registry,
         tools=tools,
         max_frame_bytes=max_frame_bytes,

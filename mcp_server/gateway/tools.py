@@ -27,18 +27,24 @@ class ListOutcome:
 class UpstreamTools:
     """A ``ToolSchemas`` for the schema check, fed by the upstream's ``tools/list`` results.
 
-    ``strict``: a call of a tool not listed is refused (the gateway, which waits for the list
-    before it checks a call); the offline check, which has only what a capture holds, passes it on.
     ``complete``: every page of the upstream's list has been learnt since it last said the list
-    changed, so a tool not in it is not the upstream's.
+    changed, so a tool not in it is not the upstream's: a call of it goes on, for the upstream to
+    answer. ``waits``: the gateway waits for the list before it checks a call, so a tool it still
+    has no schema for while the list is not whole (the wait ran out) is refused; the offline check,
+    which has only what a capture holds, does not wait and passes such a call on.
     """
 
-    def __init__(self, registry: SchemaRegistry, *, strict: bool = False) -> None:
+    def __init__(self, registry: SchemaRegistry, *, waits: bool = False) -> None:
         self._registry = registry
-        self.strict = strict
+        self.waits = waits
         self.complete = False
         self._io: dict[str, ToolIO] = {}
         self._pins: dict[str, tuple[str, Mapping[str, Any]]] = {}
+
+    @property
+    def strict(self) -> bool:
+        """A call of a tool without a schema is refused: the gateway waited, and the list is not whole."""
+        return self.waits and not self.complete
 
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)
