@@ -88,6 +88,9 @@ class CanonicalError(Enum):
     DEPENDENCY_UNAVAILABLE = (-32603, 503, "A dependency is unreachable", "unavailable")
     # Streamable HTTP: the session's GET stream is open already (one per session).
     STREAM_ALREADY_OPEN = (-32600, 409, "A GET stream is open for this session already", "invalid_state")
+    # Issue 24: a frame whose only faults are asserted ``format``s (asserting them is an option, off
+    # by default: ``format`` is an annotation in the drafts the MCP schemas use).
+    INVALID_FORMAT = (-32602, 400, "Invalid params: format", "validation_failed")
 
     def __init__(
         self,

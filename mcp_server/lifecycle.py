@@ -47,13 +47,23 @@ def _meta_version(params: Mapping[str, Any] | None) -> Any:
     return meta.get(PROTOCOL_VERSION_META) if isinstance(meta, Mapping) else None
 
 
-def resolve_version(message: Message, direction: Direction, session: Session, registry: SchemaRegistry) -> str:
+def resolve_version(
+    message: Message,
+    direction: Direction,
+    session: Session,
+    registry: SchemaRegistry,
+    *,
+    announced: str | None = None,
+) -> str:
     """The protocol version whose schema governs ``message``.
 
     A session that completed a handshake keeps its version. Otherwise a request that names a
     stateless version in ``_meta`` is governed by it (2026-07-28: no handshake); ``initialize``
-    by the version it negotiates; a pre-handshake ping by the newest handshake version.
-    Anything else before the handshake is refused.
+    by the version it negotiates; a pre-handshake ping by the newest handshake version. Any other
+    request of a method the newest stateless version defines is governed by that version, the only
+    one in which it can be valid without a handshake: its schema names the ``_meta`` key that is
+    missing or malformed (-32602), unless an HTTP ``MCP-Protocol-Version`` header (``announced``)
+    names a handshake version. Anything else before the handshake is refused.
     """
     if session.protocol_version is not None:
         return session.protocol_version
@@ -77,6 +87,10 @@ def resolve_version(message: Message, direction: Direction, session: Session, re
         return registry.latest_handshake
     if direction is Direction.SERVER_TO_CLIENT:
         return registry.latest_handshake
+    if announced not in registry.handshake_versions:
+        for version in reversed(registry.stateless_versions):
+            if message.method in registry.protocol(version).request_methods:
+                return version
     if message.method not in registry.protocol(registry.latest_handshake).request_methods:
         return registry.latest_handshake  # unknown everywhere: the schema check answers -32601
     raise Rejection(CanonicalError.NOT_INITIALIZED)
