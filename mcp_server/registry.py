@@ -19,6 +19,7 @@ from .types import Direction
 
 __all__ = [
     "BUNDLED_SCHEMAS",
+    "TOO_DEEP",
     "ProtocolSchema",
     "SchemaError",
     "SchemaRegistry",
@@ -35,6 +36,16 @@ MAX_VIOLATIONS = 100
 """Cap on the violations listed for one instance; a hostile frame cannot make the reply huge."""
 
 Validator = Any  # jsonschema_rs.Validator; the extension ships no usable stub for mypy
+
+TOO_DEEP: Mapping[str, str] = MappingProxyType(
+    {
+        "path": "",
+        "msg": f"nested deeper than {jsonio.MAX_DEPTH} levels: its violations cannot be listed",
+        "keyword": "too_deep",
+        "rule": "too_deep",
+    }
+)
+"""The one violation listed for an invalid instance nested too deep to list its violations."""
 
 
 class SchemaError(Exception):
@@ -66,17 +77,23 @@ def violations(validator: Validator, instance: Any, *, prefix: str = "") -> list
         return []
     found: list[dict[str, Any]] = []
     seen: set[tuple[str, str, str]] = set()
-    for error in validator.iter_errors(instance):
-        path, keyword = prefix + pointer(error.instance_path), error.kind.name
-        if (path, keyword, error.message) in seen:
-            continue  # the same fault, found by both the envelope and the method's own definition
-        seen.add((path, keyword, error.message))
-        entry = {"path": path, "msg": error.message, "keyword": keyword, "schemaPath": pointer(error.schema_path)}
-        if keyword == "format":  # asserted only when asked for: reported under a rule of its own
-            entry["rule"] = "format"
-        found.append(entry)
-        if len(found) >= MAX_VIOLATIONS:
-            break
+    try:
+        for error in validator.iter_errors(instance):
+            path, keyword = prefix + pointer(error.instance_path), error.kind.name
+            if (path, keyword, error.message) in seen:
+                continue  # the same fault, found by both the envelope and the method's own definition
+            seen.add((path, keyword, error.message))
+            entry = {"path": path, "msg": error.message, "keyword": keyword, "schemaPath": pointer(error.schema_path)}
+            if keyword == "format":  # asserted only when asked for: reported under a rule of its own
+                entry["rule"] = "format"
+            found.append(entry)
+            if len(found) >= MAX_VIOLATIONS:
+                break
+    except ValueError:
+        if not jsonio.too_deep(instance):
+            raise  # a value JSON cannot hold: the caller's to report
+        # jsonschema-rs cannot render a violation of a value nested this deep; the verdict stands.
+        return [dict(TOO_DEEP, path=prefix)]
     found.sort(key=lambda v: (v["path"], v["msg"]))
     return found
 

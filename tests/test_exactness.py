@@ -9,20 +9,28 @@ accept or a false reject, counted per version and direction. The counts are prin
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcp_server import jsonio
 from mcp_server.chain import build_chain
+from mcp_server.diff import diff_documents
 from mcp_server.errors import CanonicalError
 from mcp_server.lifecycle import PROTOCOL_VERSION_META
 from mcp_server.registry import SchemaRegistry
 from mcp_server.types import Direction, Frame, Reply, Session
+from mcp_server.validation import validate_definition, validate_message
 
+from .conftest import initialize_frame, server_command, server_env
 from .oracle import OPPOSITE, VERSIONS, Case, SpecSchema, corpus
+from .servers import replay_stdio
+from .test_check import handshake
 
 SEED = 24
 MUTANTS = 10_000
@@ -169,3 +177,75 @@ def test_the_chain_gives_the_official_schemas_verdict_on_every_frame_of_the_corp
     report(capsys, version, "chain", counts)
     wrong = {key: n for key, n in counts.items() if not key.startswith("frames")}
     assert wrong == {}, "\n".join(examples)
+
+
+# --- Deep nesting: a catalogued answer at every depth the parser reads, never -32603 ----------------
+
+DEPTH = 1_000
+"""Under the parser's limit (1,024 levels), far over what is written back (``jsonio.MAX_DEPTH``)."""
+
+
+def nested(depth: int, leaf: Any = 1) -> bytes:
+    """An array nested ``depth`` levels deep, as JSON text (the standard library cannot write one)."""
+    return b"[" * depth + jsonio.dumps(leaf) + b"]" * depth
+
+
+def tool_call(request_id: int, name: str, arguments: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}' % (
+        request_id,
+        name.encode(),
+        arguments,
+    )
+
+
+def test_every_tool_answers_a_1000_deep_document_with_a_catalogued_result_never_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    """Issue 24: validate_asset, validate_many, diff_assets and get_example refuse a document nested
+    1,000 deep with ``too_deep``; the chain lists a deep frame's violation; no -32603, no traceback."""
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    (examples / "TextContent.deep.json").write_bytes(nested(DEPTH))
+    deep = nested(DEPTH)
+    frames = [
+        jsonio.dumps(initialize_frame("2025-06-18", 0)),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        tool_call(1, "validate_asset", b'{"schema":"TextContent","asset":%s}' % deep),
+        tool_call(2, "validate_many", b'{"schema":"TextContent","assets":[%s]}' % nested(DEPTH - 2)),
+        tool_call(3, "diff_assets", b'{"base":%s,"new":%s}' % (deep, nested(DEPTH, 2))),
+        tool_call(4, "get_example", b'{"path":"TextContent.deep.json"}'),
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":%s}}' % nested(DEPTH - 3),
+    ]
+    stderr = tmp_path / "stderr"
+    replies = [r.reply for r in replay_stdio(tmp_path, frames, stderr_path=stderr, SYN_EXAMPLES_DIR=str(examples))]
+    results = {reply["id"]: reply["result"]["structuredContent"] for reply in replies[2:6]}
+    assert {results[i]["reason"] for i in (1, 3, 4)} == {"too_deep"}
+    assert results[2]["ok"] is True and results[2]["results"][0]["ok"] is False
+    assert member_of(replies[6]) is CanonicalError.INVALID_PARAMS
+    assert replies[6]["error"]["data"]["errors"][0]["rule"] == "too_deep"
+    assert "Traceback" not in stderr.read_text()
+
+
+def test_check_and_the_library_answer_a_1000_deep_frame_with_a_violation_not_a_crash(
+    tmp_path: Path, registry: SchemaRegistry
+) -> None:
+    """Issue 24: ``mcp-server check`` and the validators list a ``too_deep`` violation, never -32603."""
+    deep_frame = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":%s}}' % nested(DEPTH)
+    capture = tmp_path / "capture.ndjson"
+    capture.write_bytes(b"\n".join([*(jsonio.dumps(f) for f in handshake("2025-06-18")), deep_frame]) + b"\n")
+    run = subprocess.run(
+        [*server_command()[:-1], "check", "--format", "json", str(capture)],
+        capture_output=True,
+        env=server_env(tmp_path),
+        timeout=60,
+    )
+    assert run.returncode == 1, run.stderr.decode()
+    document = json.loads(run.stdout)
+    assert document["violations"] == {"invalid_params": 1}
+    assert "Traceback" not in run.stderr.decode()
+    verdict = validate_message(jsonio.loads(deep_frame), version="2025-06-18", registry=registry)
+    assert verdict.reason == "invalid_params" and verdict.details["errors"][0]["rule"] == "too_deep"
+    definition = validate_definition("TextContent", jsonio.loads(nested(DEPTH)), registry=registry)
+    assert definition.reason == "schema_violation" and definition.details["errors"][0]["rule"] == "too_deep"
+    base, new = (jsonio.loads(b'{"a":' * DEPTH + leaf + b"}" * DEPTH) for leaf in (b"1", b"2"))
+    assert diff_documents(base, new) == [{"op": "replace", "path": "/a" * DEPTH, "value": 2}]
