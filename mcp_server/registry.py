@@ -6,6 +6,8 @@ schema on first sight. ``$ref`` resolves only against schemas indexed here: neve
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,7 @@ __all__ = [
     "ToolIO",
     "Validator",
     "pointer",
+    "schema_provenance",
     "violations",
 ]
 
@@ -46,6 +49,36 @@ TOO_DEEP: Mapping[str, str] = MappingProxyType(
     }
 )
 """The one violation listed for an invalid instance nested too deep to list its violations."""
+
+
+PROVENANCE_FILE = "provenance.json"
+"""Beside the MCP schemas: each bundled file's source repository, commit and SHA-256."""
+
+
+@functools.cache
+def schema_provenance(mcp_dir: Path = BUNDLED_SCHEMAS / "mcp") -> tuple[Mapping[str, str | None], ...]:
+    """Each ``<version>/schema.json`` under ``mcp_dir``: its version, the SHA-256 of its bytes, and
+    its source repository and commit when ``provenance.json`` records a file of exactly these bytes
+    (``None`` otherwise: the official schemas are rewritten after release, so a commit is only
+    claimed for the bytes it was recorded for)."""
+    try:
+        manifest = jsonio.loads((mcp_dir / PROVENANCE_FILE).read_bytes())
+    except (OSError, jsonio.JSONSyntaxError):
+        manifest = {}
+    recorded = manifest.get("files", {}) if isinstance(manifest, dict) else {}
+    found = []
+    for path in sorted(mcp_dir.glob("*/schema.json")):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        entry = recorded.get(f"{path.parent.name}/schema.json")
+        source = (None, None)
+        if isinstance(entry, dict) and entry.get("sha256") == digest:
+            source = (manifest.get("repository"), entry.get("commit"))
+        found.append(
+            MappingProxyType(
+                {"version": path.parent.name, "sha256": digest, "repository": source[0], "commit": source[1]}
+            )
+        )
+    return tuple(found)
 
 
 class SchemaError(Exception):
@@ -368,6 +401,11 @@ class SchemaRegistry:
             raise SchemaError(f"{path}: cannot read: {exc.strerror}") from None
         except jsonio.JSONSyntaxError as exc:
             raise SchemaError(f"{path}: not JSON: {exc}") from None
+
+    @property
+    def provenance(self) -> list[dict[str, str | None]]:
+        """Where each MCP schema in use comes from: version, SHA-256, repository and commit."""
+        return [dict(entry) for entry in schema_provenance(self.mcp_dir)]
 
     def protocol(self, version: str) -> ProtocolSchema:
         """The schema of ``version``; ``KeyError`` for a version not bundled."""

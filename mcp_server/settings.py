@@ -12,10 +12,19 @@ from . import jsonio
 from .registry import SchemaRegistry, violations
 from .size_guard import DEFAULT_MAX_FRAME_BYTES
 
-__all__ = ["ENDPOINTS", "LOG_FORMATS", "Settings", "SetupError", "parse_host_port", "read_config"]
+__all__ = [
+    "ASSERT_FORMATS_HELP",
+    "ENDPOINTS",
+    "LOG_FORMATS",
+    "Settings",
+    "SetupError",
+    "parse_host_port",
+    "read_config",
+]
 
 ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")
+ASSERT_FORMATS_HELP = "assert every string `format` (uri, …) as invalid_format; off by default (MCP_ASSERT_FORMATS)"
 
 
 class SetupError(Exception):
@@ -111,6 +120,7 @@ class Settings:
     seed: str = "mcp-server"
     log_format: str = "text"
     log_every_event: bool = False
+    assert_formats: bool = False
     environ: Mapping[str, str] | None = None
 
     @classmethod
@@ -139,5 +149,6 @@ class Settings:
             seed=environ.get("MCP_SEED") or "mcp-server",
             log_format=_choice(environ, "MCP_LOG_FORMAT", LOG_FORMATS),
             log_every_event=(environ.get("MCP_LOG_LEVEL") or "").strip().lower() in ("info", "debug"),
+            assert_formats=_flag(environ, "MCP_ASSERT_FORMATS"),
             environ=dict(environ),
         )

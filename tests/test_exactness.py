@@ -25,7 +25,7 @@ from mcp_server.errors import CanonicalError
 from mcp_server.lifecycle import PROTOCOL_VERSION_META
 from mcp_server.registry import SchemaRegistry
 from mcp_server.types import Direction, Frame, Reply, Session
-from mcp_server.validation import validate_definition, validate_message
+from mcp_server.validation import validate_definition, validate_message, validate_request
 
 from .conftest import initialize_frame, server_command, server_env
 from .oracle import OPPOSITE, VERSIONS, Case, SpecSchema, corpus
@@ -249,3 +249,45 @@ def test_check_and_the_library_answer_a_1000_deep_frame_with_a_violation_not_a_c
     assert definition.reason == "schema_violation" and definition.details["errors"][0]["rule"] == "too_deep"
     base, new = (jsonio.loads(b'{"a":' * DEPTH + leaf + b"}" * DEPTH) for leaf in (b"1", b"2"))
     assert diff_documents(base, new) == [{"op": "replace", "path": "/a" * DEPTH, "value": 2}]
+
+
+# --- format: an annotation by default, asserted on request under a rule of its own ---------------------
+
+
+def test_a_uri_format_is_an_annotation_by_default_and_invalid_format_when_asserted(registry: SchemaRegistry) -> None:
+    """Issue 24: ``format`` follows the draft (an annotation) in every version; asserting it is an
+    option, reported as ``invalid_format`` (-32602) when the formats are a frame's only faults."""
+    asserting = SchemaRegistry(assert_formats=True)
+    for version in VERSIONS[:3]:
+        for method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+            for uri in ("x", ""):
+                assert validate_request(method, {"uri": uri}, version=version, registry=registry), (version, method)
+                refused = validate_request(method, {"uri": uri}, version=version, registry=asserting)
+                assert refused.reason == CanonicalError.INVALID_FORMAT.slug
+                assert refused.details["errors"][0]["rule"] == "format"
+    both = validate_request("resources/read", {"uri": "x", "_meta": 1}, version="2025-06-18", registry=asserting)
+    assert both.reason == CanonicalError.INVALID_PARAMS.slug
+    assert {e.get("rule") for e in both.details["errors"]} == {"format", None}
+
+
+def test_serve_and_check_assert_formats_only_when_told(tmp_path: Path) -> None:
+    """Issue 24: MCP_ASSERT_FORMATS=1 (serve) and --assert-formats (check) turn the assertion on."""
+    frames = [
+        jsonio.dumps(initialize_frame("2025-06-18", 0)),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x"}}',
+    ]
+    plain = replay_stdio(tmp_path, frames)[2].reply
+    asserted = replay_stdio(tmp_path, frames, MCP_ASSERT_FORMATS="1")[2].reply
+    assert member_of(plain) is CanonicalError.METHOD_NOT_FOUND  # valid, and not served
+    assert member_of(asserted) is CanonicalError.INVALID_FORMAT
+    capture = tmp_path / "capture.ndjson"
+    capture.write_bytes(b"\n".join([*(jsonio.dumps(f) for f in handshake("2025-06-18")), frames[2]]) + b"\n")
+    for flags, expected in (([], {}), (["--assert-formats"], {"invalid_format": 1})):
+        run = subprocess.run(
+            [*server_command()[:-1], "check", "--format", "json", *flags, str(capture)],
+            capture_output=True,
+            env=server_env(tmp_path),
+            timeout=60,
+        )
+        assert json.loads(run.stdout)["violations"] == expected, run.stderr.decode()

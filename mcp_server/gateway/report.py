@@ -17,6 +17,7 @@ from typing import Any
 from .. import jsonio
 from ..events import EventLog
 from ..redaction import Redactor
+from ..registry import schema_provenance
 from ..types import Direction
 
 __all__ = ["EXAMPLES_PER_RULE", "ConformanceReport", "main_report", "nested", "render_table"]
@@ -118,6 +119,7 @@ class ConformanceReport:
             "violations_by_method": per_method,
             "violations_by_tool": per_tool,
             "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
+            "schemas": [dict(entry) for entry in schema_provenance()],  # the bytes the verdicts came from
         }
 
     def write(self, runs_dir: Path) -> Path:
