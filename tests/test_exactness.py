@@ -28,7 +28,7 @@ from mcp_server.types import Direction, Frame, Reply, Session
 from mcp_server.validation import validate_definition, validate_message, validate_request
 
 from .conftest import initialize_frame, server_command, server_env
-from .oracle import OPPOSITE, VERSIONS, Case, SpecSchema, corpus
+from .oracle import C2S, OPPOSITE, VERSIONS, Case, SpecSchema, corpus
 from .servers import replay_stdio
 from .test_check import handshake
 
@@ -43,18 +43,20 @@ def _is_request_id(value: Any) -> bool:
 def _session(registry: SchemaRegistry, case: Case) -> Session:
     """A session in which ``case`` can be judged on its own: the version in force, its request pending.
 
-    A 2026-07-28 request comes with no session at all: its ``_meta`` alone names the version.
+    A 2026-07-28 frame comes with no session version at all: its ``_meta``, its method, or the
+    request it answers names the version.
     """
     session = Session()
     frame = case.frame
     stateless = case.version in registry.stateless_versions
-    request = isinstance(frame, dict) and "method" in frame and "id" in frame
-    if not (stateless and request):
+    if not stateless:
         session.protocol_version = case.version
         session.initialized = True
     if case.answers is not None and isinstance(frame, dict) and _is_request_id(frame.get("id")):
         requester = Direction(OPPOSITE[case.direction])
         session.expect_reply(requester, frame["id"], case.answers, version=case.version if stateless else None)
+    elif stateless and case.direction != C2S:  # a 2026-07-28 server speaks while a request of the client is open
+        session.expect_reply(Direction(C2S), "open", "subscriptions/listen", version=case.version)
     return session
 
 
