@@ -135,6 +135,16 @@ class SpecSchema:
             return self.valid(result, frame if whole else frame["result"])
         return False
 
+    def unsupported(self, case: Case) -> bool:
+        """A request the schema accepts but the specification refuses: under 2026-07-28, one stating
+        a protocol version other than this one in ``_meta`` (UnsupportedProtocolVersionError)."""
+        frame = case.frame
+        if self.version != VERSIONS[-1] or not isinstance(frame, dict) or "id" not in frame:
+            return False
+        meta = frame["params"].get("_meta") if isinstance(frame.get("params"), dict) else None
+        stated = meta.get(VERSION_KEY) if isinstance(meta, dict) else None
+        return isinstance(stated, str) and stated != self.version
+
     # -- valid frames ----------------------------------------------------------------------------
 
     @cached_property
