@@ -17,6 +17,7 @@ from typing import Any
 import jsonschema_rs
 
 from . import jsonio
+from .implication import implies
 from .types import Direction
 
 __all__ = [
@@ -226,14 +227,14 @@ class ProtocolSchema:
         self._validators: dict[str, Validator] = {}
         self._frames: dict[str, Validator] = {}
         for name in set(requests.values()):
-            self._frames[name] = self._frame_validator("JSONRPCRequest", self._def(name))
+            self._frames[name] = self._frame_validator("JSONRPCRequest", name)
         for name in set(notifications.values()):
-            self._frames[name] = self._frame_validator("JSONRPCNotification", self._def(name))
+            self._frames[name] = self._frame_validator("JSONRPCNotification", name)
         self._results: dict[str, Validator] = {}
         self._result_required: dict[str, frozenset[str]] = {}
         for name in set(requests.values()):
             method = self._method_const(name) or name
-            self._results[method] = self._frame_validator(self.result_response_def, self._result_frame(name))
+            self._results[method] = self._result_validator(name)
             self._result_required[method] = frozenset(self._result_definition(name).get("required", ()))
         for name in ("JSONRPCRequest", "JSONRPCNotification", self.result_response_def, self.error_response_def):
             self._validators[name] = self._ref_validator(self._def(name))
@@ -263,14 +264,42 @@ class ProtocolSchema:
                 return candidate
         raise SchemaError(f"{self.path}: no result definition for {request_name}")
 
-    def _result_frame(self, request_name: str) -> Mapping[str, Any]:
-        """The schema of a whole response to ``request_name``: 2026-07-28 defines each response
+    def _result_validator(self, request_name: str) -> Validator:
+        """The validator of a whole response to ``request_name``: 2026-07-28 defines each response
         frame (``XResultResponse``: the result may be an ``InputRequiredResult``); before, the
-        result type sits at ``/result``."""
+        result type sits at ``/result`` of the result-response envelope."""
         stem = request_name.removesuffix("Request")
         if f"{stem}ResultResponse" in self.definitions:
-            return {"$ref": self.uri + self._def(f"{stem}ResultResponse")}
-        return {"properties": {"result": {"$ref": self.uri + self._def(self._result_name(request_name))}}}
+            return self._frame_validator(self.result_response_def, f"{stem}ResultResponse")
+        result, envelope_name = self._result_name(request_name), self.result_response_def
+        envelope = self.definitions[envelope_name]
+        own = {"$ref": self.uri + self._def(result)}
+        name = f"{self.path}: {envelope_name} with {result} at /result"
+        if set(envelope) - {"description"} == {"type", "required", "properties"} and self._implies(
+            result, envelope["properties"]["result"]
+        ):
+            # The result type says all the envelope says of a result: the envelope's other members,
+            # and the result type in place of its ``result`` (one pass over the result, not two).
+            members = {
+                key: {"$ref": f"{self.uri}{self._def(envelope_name)}/properties/{_escape(key)}"}
+                for key in envelope["properties"]
+            }
+            schema = {
+                "type": envelope["type"],
+                "required": envelope["required"],
+                "properties": {**members, "result": own},
+            }
+            return self._compile(schema, name)
+        return self._compile(
+            {"allOf": [{"$ref": self.uri + self._def(envelope_name)}, {"properties": {"result": own}}]}, name
+        )
+
+    def _implies(self, own: str | Mapping[str, Any], other: str | Mapping[str, Any]) -> bool:
+        """Whether a definition (by name) or schema implies another (``implication.implies``)."""
+        prefix = f"#/{self.defs_key}/"
+        own = {"$ref": prefix + own} if isinstance(own, str) else own
+        other = {"$ref": prefix + other} if isinstance(other, str) else other
+        return implies(own, other, self.definitions, prefix)
 
     def _result_definition(self, request_name: str) -> Mapping[str, Any]:
         definition: Mapping[str, Any] = self.definitions.get(self._result_name(request_name), {})
@@ -292,11 +321,15 @@ class ProtocolSchema:
             validator = self._by_ref[ref] = self._compile({"$ref": self.uri + ref}, f"{self.path}{ref}")
         return validator
 
-    def _frame_validator(self, envelope: str, member: str | Mapping[str, Any]) -> Validator:
-        """One validator for a frame: its JSON-RPC message definition and its own definition (``allOf``)."""
-        own = {"$ref": self.uri + member} if isinstance(member, str) else member
+    def _frame_validator(self, envelope: str, own: str) -> Validator:
+        """One validator for a frame: its JSON-RPC message definition and its own (``allOf``), or its
+        own alone where it already implies the envelope (2025-11-25 on: the envelope is not read twice)."""
+        if self._implies(own, envelope):
+            return self.definition_validator(own)
         name = f"{self.path}: {envelope} and {own}"
-        return self._compile({"allOf": [{"$ref": self.uri + self._def(envelope)}, own]}, name)
+        return self._compile(
+            {"allOf": [{"$ref": self.uri + self._def(envelope)}, {"$ref": self.uri + self._def(own)}]}, name
+        )
 
     def definition_validator(self, name: str) -> Validator:
         """A validator for any definition (compiled on demand for the rarer ones)."""

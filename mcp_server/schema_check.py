@@ -84,8 +84,10 @@ def governing_version(
             if stated in registry.stateless_versions:
                 return stated
         return session.protocol_version or registry.latest_handshake
+    if session.protocol_version is not None:  # a session's version governs its own tools' methods too
+        return session.protocol_version
     if _is_own_tool_method(registry, message, tools):
-        return session.protocol_version or registry.latest
+        return registry.latest
     return resolve_version(message, direction, session, registry, announced=announced)
 
 
@@ -198,7 +200,8 @@ def schema_check(registry: SchemaRegistry, tools: ToolSchemas | None = None) -> 
             tool = session.pending_tools.get(key)
             if tool is not None:
                 annotations = {**frame.annotations, "tool": tool}
-        announced = None if frame.headers is None else frame.headers.get("mcp-protocol-version")
+        headers = frame.headers
+        announced = None if headers is None or session.protocol_version else headers.get("mcp-protocol-version")
         try:
             version = governing_version(
                 registry, message, direction=frame.direction, session=session, tools=tools, announced=announced
