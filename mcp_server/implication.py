@@ -33,17 +33,31 @@ _DEPENDENT = frozenset(
     }
 )
 _MAX_DEPTH = 16
+_MISSING: Any = object()
+
+
+def _target(ref: Any, definitions: Mapping[str, Any], prefix: str) -> Any:
+    """What ``prefix`` + ``Name/json/pointer`` points at, or ``_MISSING``."""
+    if not isinstance(ref, str) or not ref.startswith(prefix):
+        return _MISSING
+    node: Any = definitions
+    for token in ref[len(prefix) :].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or token not in node:
+            return _MISSING
+        node = node[token]
+    return node
 
 
 def _resolve(node: Any, definitions: Mapping[str, Any], prefix: str) -> Any:
-    """Follow a local ``$ref`` (one with nothing but annotations beside it) to its definition."""
+    """Follow a local ``$ref`` (one with nothing but annotations beside it) to what it names."""
     for _ in range(_MAX_DEPTH):
         if not isinstance(node, Mapping) or "$ref" not in node or set(node) - _ANNOTATIONS - {"$ref"}:
             return node
-        ref = node["$ref"]
-        if not isinstance(ref, str) or not ref.startswith(prefix) or ref[len(prefix) :] not in definitions:
+        target = _target(node["$ref"], definitions, prefix)
+        if target is _MISSING:
             return node
-        node = definitions[ref[len(prefix) :]]
+        node = target
     return node
 
 
@@ -60,10 +74,14 @@ def implies(own: Any, other: Any, definitions: Mapping[str, Any], prefix: str, d
     """Whether ``own`` implies ``other`` (both schemas whose ``$ref`` s are ``prefix`` + a name in
     ``definitions``): each keyword of ``other`` is vacuous, or ``own`` has it at least as strictly."""
     own, other = _resolve(own, definitions, prefix), _resolve(other, definitions, prefix)
+    if own == other:
+        return True
     if depth > _MAX_DEPTH or not isinstance(own, Mapping) or not isinstance(other, Mapping):
         return own is False or other is True
     if set(own) - _ANNOTATIONS == {"anyOf"}:  # every branch must imply it
         return all(implies(branch, other, definitions, prefix, depth + 1) for branch in own["anyOf"])
+    if any(implies(branch, other, definitions, prefix, depth + 1) for branch in own.get("allOf", ())):
+        return True  # one branch of a conjunction implies it
     for keyword, value in other.items():
         if keyword in _ANNOTATIONS or (keyword in _DEPENDENT and value in ({}, True)):
             continue
@@ -83,6 +101,3 @@ def implies(own: Any, other: Any, definitions: Mapping[str, Any], prefix: str, d
         elif own.get(keyword, _MISSING) != value:  # an independent keyword, held at least as strictly
             return False
     return True
-
-
-_MISSING = object()

@@ -177,6 +177,17 @@ def _refs(document: Any) -> Iterator[str]:
             yield from _refs(item)
 
 
+CLASSIFIED_RESPONSE: Mapping[str, Any] = MappingProxyType(
+    {
+        "type": "object",
+        "required": ["id", "jsonrpc", "result"],
+        "properties": {"id": {"type": ["string", "integer"]}, "jsonrpc": {"const": "2.0", "type": "string"}},
+    }
+)
+"""What ``classify`` has established of a result response before the schema check sees it (-32600
+otherwise): the registry does not judge it twice (see ``_result_validator``)."""
+
+
 class ProtocolSchema:
     """One MCP protocol version: its definitions, methods and compiled validators.
 
@@ -265,34 +276,21 @@ class ProtocolSchema:
         raise SchemaError(f"{self.path}: no result definition for {request_name}")
 
     def _result_validator(self, request_name: str) -> Validator:
-        """The validator of a whole response to ``request_name``: 2026-07-28 defines each response
-        frame (``XResultResponse``: the result may be an ``InputRequiredResult``); before, the
-        result type sits at ``/result`` of the result-response envelope."""
-        stem = request_name.removesuffix("Request")
-        if f"{stem}ResultResponse" in self.definitions:
-            return self._frame_validator(self.result_response_def, f"{stem}ResultResponse")
-        result, envelope_name = self._result_name(request_name), self.result_response_def
-        envelope = self.definitions[envelope_name]
-        own = {"$ref": self.uri + self._def(result)}
-        name = f"{self.path}: {envelope_name} with {result} at /result"
-        if set(envelope) - {"description"} == {"type", "required", "properties"} and self._implies(
-            result, envelope["properties"]["result"]
-        ):
-            # The result type says all the envelope says of a result: the envelope's other members,
-            # and the result type in place of its ``result`` (one pass over the result, not two).
-            members = {
-                key: {"$ref": f"{self.uri}{self._def(envelope_name)}/properties/{_escape(key)}"}
-                for key in envelope["properties"]
-            }
-            schema = {
-                "type": envelope["type"],
-                "required": envelope["required"],
-                "properties": {**members, "result": own},
-            }
-            return self._compile(schema, name)
-        return self._compile(
-            {"allOf": [{"$ref": self.uri + self._def(envelope_name)}, {"properties": {"result": own}}]}, name
+        """The validator of a whole response to ``request_name``: the result-response envelope and
+        the result type at ``/result`` (2026-07-28: the ``XResultResponse`` frame, whose result may be
+        an ``InputRequiredResult``). Where classify's checks and the result type together imply both,
+        only ``/result`` is read: the envelope is not judged twice."""
+        stem, envelope = request_name.removesuffix("Request"), self.result_response_def
+        frame = f"{stem}ResultResponse" if f"{stem}ResultResponse" in self.definitions else None
+        result = self._def(frame) + "/properties/result" if frame else self._def(self._result_name(request_name))
+        known = {**CLASSIFIED_RESPONSE, "properties": {**CLASSIFIED_RESPONSE["properties"], "result": {"$ref": result}}}
+        name = f"{self.path}: {envelope} with {result} at /result"
+        if all(self._implies(known, definition) for definition in (envelope, frame or envelope)):
+            return self._compile({"properties": {"result": {"$ref": self.uri + result}}}, name)
+        own = (
+            {"$ref": self.uri + self._def(frame)} if frame else {"properties": {"result": {"$ref": self.uri + result}}}
         )
+        return self._compile({"allOf": [{"$ref": self.uri + self._def(envelope)}, own]}, name)
 
     def _implies(self, own: str | Mapping[str, Any], other: str | Mapping[str, Any]) -> bool:
         """Whether a definition (by name) or schema implies another (``implication.implies``)."""
