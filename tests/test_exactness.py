@@ -228,8 +228,13 @@ def test_check_and_the_library_answer_a_1000_deep_frame_with_a_violation_not_a_c
 ) -> None:
     """Issue 24: ``mcp-server check`` and the validators list a ``too_deep`` violation, never -32603."""
     deep_frame = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":%s}}' % nested(DEPTH)
+    deep_tool = b'{"name":"t","inputSchema":{"type":"object","x-deep":%s}}' % nested(DEPTH - 5)
+    listed = [
+        b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":3,"result":{"tools":[%s]}}' % deep_tool,  # the gateway's tool pinning, too
+    ]
     capture = tmp_path / "capture.ndjson"
-    capture.write_bytes(b"\n".join([*(jsonio.dumps(f) for f in handshake("2025-06-18")), deep_frame]) + b"\n")
+    capture.write_bytes(b"\n".join([*(jsonio.dumps(f) for f in handshake("2025-06-18")), deep_frame, *listed]) + b"\n")
     run = subprocess.run(
         [*server_command()[:-1], "check", "--format", "json", str(capture)],
         capture_output=True,
@@ -238,7 +243,7 @@ def test_check_and_the_library_answer_a_1000_deep_frame_with_a_violation_not_a_c
     )
     assert run.returncode == 1, run.stderr.decode()
     document = json.loads(run.stdout)
-    assert document["violations"] == {"invalid_params": 1}
+    assert document["violations"] == {"invalid_params": 1, "invalid_tool_schema": 1}
     assert "Traceback" not in run.stderr.decode()
     verdict = validate_message(jsonio.loads(deep_frame), version="2025-06-18", registry=registry)
     assert verdict.reason == "invalid_params" and verdict.details["errors"][0]["rule"] == "too_deep"
