@@ -50,7 +50,8 @@ def main() -> None:
             rates.append(rate(checkout, args.frames))
     ratios = [b / a for a, b in zip(a_rates, b_rates, strict=True)]
     for label, rates in (("A " + str(args.other), a_rates), ("B " + str(ROOT), b_rates)):
-        print(f"{label}: median {statistics.median(rates):,.0f} frames/s (min {min(rates):,.0f}, max {max(rates):,.0f})")
+        spread = f"min {min(rates):,.0f}, max {max(rates):,.0f}"
+        print(f"{label}: median {statistics.median(rates):,.0f} frames/s ({spread})")
     print(
         f"B/A: median {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}) "
         f"over {args.rounds} rounds of {args.frames} frames"
