@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
+from .jsonio import MAX_DEPTH
 from .registry import SchemaError, SchemaRegistry, Validator, violations
 from .settings import SetupError
 
@@ -26,6 +27,7 @@ __all__ = [
     "failed",
     "load_corpus",
     "safe_path",
+    "too_deep",
     "unsafe_name",
 ]
 
@@ -66,9 +68,14 @@ def unsafe_name(name: str) -> bool:
     return name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/")
 
 
-def failed(path: str, msg: str) -> dict[str, Any]:
-    """The tools' ``validation_failed`` result for one problem with one argument."""
-    return {"ok": False, "reason": "validation_failed", "errors": [{"path": path, "msg": msg}]}
+def failed(path: str, msg: str, reason: str = "validation_failed") -> dict[str, Any]:
+    """The tools' ``validation_failed`` result (or ``reason``) for one problem with one argument."""
+    return {"ok": False, "reason": reason, "errors": [{"path": path, "msg": msg}]}
+
+
+def too_deep(path: str) -> dict[str, Any]:
+    """The tools' result for an argument nested deeper than the project reads back (``jsonio.MAX_DEPTH``)."""
+    return failed(path, f"nested deeper than {MAX_DEPTH} levels", "too_deep")
 
 
 def _parse_aliases(raw: str | None) -> dict[str, str]:

@@ -93,6 +93,9 @@ class CanonicalError(Enum):
     STREAM_ALREADY_OPEN = (-32600, 409, "A GET stream is open for this session already", "invalid_state")
     # Gateway: what the client did, reported to the upstream in its place (its request is answered).
     CLIENT_INVALID_REPLY = (-32603, 502, "Client reply violates the MCP schema", "validation_failed")
+    # Issue 24: a frame whose only faults are asserted ``format``s (asserting them is an option, off
+    # by default: ``format`` is an annotation in the drafts the MCP schemas use).
+    INVALID_FORMAT = (-32602, 400, "Invalid params: format", "validation_failed")
 
     def __init__(
         self,

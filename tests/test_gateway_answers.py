@@ -118,11 +118,9 @@ def test_a_call_before_any_tools_list_is_checked_against_the_list_the_gateway_fe
     fine = peer.call(call(3, "strict", n=7))
     assert fine == {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "ok"}]}}
     unknown = peer.call(call(4, "nope"))
-    assert (
-        (unknown["id"] == 4
-        and "error" not in unknown)
-        or unknown["error"]["code"] != CanonicalError.TOOL_NOT_FOUND.mcp_code
-    )
+    assert (unknown["id"] == 4 and "error" not in unknown) or unknown["error"][
+        "code"
+    ] != CanonicalError.TOOL_NOT_FOUND.mcp_code
     assert peer.finish()[0] == 0
     report = report_of(tmp_path)
     assert report["frames"]["server_to_client"]["tools/list"] == 4  # one fetch, four pages; then the list is whole

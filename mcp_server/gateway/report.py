@@ -18,6 +18,7 @@ from typing import Any
 from .. import jsonio
 from ..events import EventLog
 from ..redaction import Redactor
+from ..registry import schema_provenance
 from ..types import ERROR_RESPONSE, RESPONSE, SERVER_TO_CLIENT, Direction, MessageKind, RequestId, Session
 
 __all__ = [
@@ -240,6 +241,7 @@ class ConformanceReport:
             "sessions": [counts.to_document() for counts in self.sessions.values()],
             "unanswered": list(self.unanswered),
             "unanswered_by_reason": dict(sorted(self.unanswered_by_reason.items())),
+            "schemas": [dict(entry) for entry in schema_provenance()],  # the bytes the verdicts came from
         }
 
     def write(self, runs_dir: Path) -> Path:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import jsonio
-from ..corpus import Corpus, failed, safe_path, unsafe_name
+from ..corpus import Corpus, failed, safe_path, too_deep, unsafe_name
 from . import Tool, ToolContext
 from .validation_tools import validate_against
 
@@ -47,6 +47,8 @@ def corpus_tools(corpus: Corpus) -> list[Tool]:
             example = jsonio.loads(path.read_bytes())
         except (OSError, jsonio.JSONSyntaxError):
             return failed("", "not_json")
+        if jsonio.too_deep(example):
+            return too_deep("")
         name = corpus.schema_for_example(example, relative)
         verdict = validate_against(corpus, example, name)  # as validate_asset: without its $schemaRef
         if not verdict["ok"]:

@@ -6,7 +6,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..corpus import Corpus, check_instance, failed, unsafe_name
+from .. import jsonio
+from ..corpus import Corpus, check_instance, failed, too_deep, unsafe_name
 from ..diff import diff_documents
 from . import Tool, ToolContext
 
@@ -24,6 +25,8 @@ def validate_against(corpus: Corpus, asset: Any, schema: Any) -> dict[str, Any]:
     entry = corpus.schema(schema)
     if entry is None:
         return failed("/schema", f"unknown schema {schema!r}")
+    if jsonio.too_deep(asset):
+        return too_deep("")  # a pointer into the asset, as every error of validate_asset
     if isinstance(asset, Mapping) and "$schemaRef" in asset:
         asset = {key: value for key, value in asset.items() if key != "$schemaRef"}
     errors = check_instance(entry, asset)
@@ -52,6 +55,9 @@ def validation_tools(corpus: Corpus, max_batch: int) -> list[Tool]:
         return {"ok": True, "results": results}
 
     async def diff_assets(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+        for name in ("base", "new"):
+            if jsonio.too_deep(arguments[name]):  # the patch could hold it, and could not be written back
+                return too_deep(f"/{name}")
         return {"ok": True, "patch": diff_documents(arguments["base"], arguments["new"])}
 
     description = "Validate an asset against a named schema of the corpus; errors carry RFC 6901 paths."
