@@ -3,13 +3,27 @@
 ``scripted_server.py SCRIPT``: SCRIPT is a JSON list of ``[id, [frame, ...]]``. When a request
 arrives, the first unused entry of its id is written out, frame by frame (server requests,
 notifications and the reply itself, valid or not: the gateway in front is what is tested); a
-request with no entry gets an empty result. Notifications and responses are read and dropped.
+request with no entry gets an empty result, or for ``tools/list`` (the gateway asking for the tools
+it checks calls against) a valid empty list. Notifications and responses are read and dropped.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+
+
+STATELESS_LIST = {"tools": [], "resultType": "complete", "cacheScope": "public", "ttlMs": 0}
+
+
+def unscripted(request: dict) -> dict:
+    """The answer to a request the script has no entry for."""
+    result: dict = {}
+    if request.get("method") == "tools/list":
+        meta = (request.get("params") or {}).get("_meta") or {}
+        stateless = meta.get("io.modelcontextprotocol/protocolVersion") == "2026-07-28"
+        result = dict(STATELESS_LIST) if stateless else {"tools": []}
+    return {"jsonrpc": "2.0", "id": request["id"], "result": result}
 
 
 def main() -> int:
@@ -24,7 +38,7 @@ def main() -> int:
             continue
         key = json.dumps(message["id"])
         entry = next((i for i, (k, _) in enumerate(script) if k == key), None)
-        frames = script.pop(entry)[1] if entry is not None else [{"jsonrpc": "2.0", "id": message["id"], "result": {}}]
+        frames = script.pop(entry)[1] if entry is not None else [unscripted(message)]
         for frame in frames:
             sys.stdout.write(json.dumps(frame) + "\n")
         sys.stdout.flush()
