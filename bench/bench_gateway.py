@@ -192,7 +192,7 @@ def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> tuple[flo
     machine; the first 10 calls of a block, still settling from the other kind, are not counted."""
     registry, config = SchemaRegistry(), GatewayConfig()
     events = EventLog(EventLogSettings(runs_dir=Path(runs), stream="bench-chain")).open()
-    chain = session_chain(
+    chain, _ = session_chain(
         Checks(registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events)
     )
     session = Session()

@@ -137,7 +137,7 @@ def run_validate_floor(frames: list, tools: list[dict], registry: SchemaRegistry
             elif isinstance(document.get("result"), dict):
                 validator = protocol.result_validator(item.method)
                 if validator is not None:
-                    validator.is_valid(document["result"])
+                    validator.is_valid(document)  # the whole frame: envelope and result type
         latencies.append(time.perf_counter() - start)
     return len(frames) / (time.perf_counter() - began), latencies
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .core.settings import Settings, SetupError, log_level, parse_host_port
+from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port
 from .execution.redaction import Redactor
 from .registry.schemas import SchemaError, SchemaRegistry
 
@@ -35,11 +35,28 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the program's version, then each MCP schema in use with its source commit and
+    SHA-256 (the official schemas are rewritten after release: this names the bytes)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from .registry.schemas import schema_provenance
+
+        lines = [f"mcp-server {__version__}"]
+        for entry in schema_provenance():
+            source = f"{entry['repository']}@{entry['commit']}" if entry["commit"] else "unrecorded source"
+            lines.append(f"schema {entry['version']} {source} sha256={entry['sha256']}")
+        sys.stdout.write("\n".join(lines) + "\n")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-server", description="MCP conformance gateway and schema-validation server"
     )
-    parser.add_argument("--version", action="version", version=f"mcp-server {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="the version, and each bundled schema's source"
+    )
     parser.add_argument("--validate", metavar="FILE", help="validate one asset file and exit (as `validate FILE`)")
     commands = parser.add_subparsers(dest="command")
     logs = argparse.ArgumentParser(add_help=False)
@@ -48,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     logs.add_argument("--log-format", choices=["text", "json"], help="events on stderr (MCP_LOG_FORMAT; default text)")
     logs.add_argument("--log-stream", metavar="NAME", help="runs/mcp_server/NAME/ (default: the mode)")
+    logs.add_argument("--assert-formats", action="store_true", help=ASSERT_FORMATS_HELP)
     serve = commands.add_parser("serve", help="run the MCP server (STDIO by default)", parents=[logs])
     serve.add_argument("--socket", metavar="PATH", help="serve NDJSON on a Unix socket")
     serve.add_argument("--http", metavar="HOST:PORT", help="serve MCP Streamable HTTP")
@@ -168,9 +186,9 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     _redact_logs(server.boundary.policy.redactor)
     mode = settings.endpoint
     _open_log(events, server.boundary.policy.redactor)
-    events.emit(
-        "start", status="started", transport=mode, detail={"mode": "serve", "versions": server.registry.versions}
-    )
+    registry = server.registry
+    detail = {"mode": "serve", "versions": registry.versions, "schemas": registry.provenance}
+    events.emit("start", status="started", transport=mode, detail=detail)
     dirs = f"schemas_dir={server.corpus.schemas_dir} examples_dir={server.corpus.examples_dir}"
     cleanup: list[Path] = []  # what this process created, removed on the way out
 
@@ -220,7 +238,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     if args.upstream and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     settings = Settings.from_env(environ)
-    registry = SchemaRegistry()
+    registry = SchemaRegistry(assert_formats=settings.assert_formats or args.assert_formats)
     config = GatewayConfig.load(args.config, registry, mode=args.mode)
     boundary = load_boundary(
         environ, registry, max_frame_bytes=settings.max_frame_bytes, policy_path=args.policy, catalogue=False
@@ -245,7 +263,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     upstream = new_upstream()
     ready = f"upstream={boundary.policy.redactor.redact_text(upstream.name)[0]} policy={config.mode.value}"
     events = _open_log(_event_log(settings, args, "gateway"), boundary.policy.redactor)
-    events.emit("start", status="started", transport=front, detail={"mode": "gateway"})
+    events.emit("start", status="started", transport=front, detail={"mode": "gateway", "schemas": registry.provenance})
     shared: dict[str, Any] = {
         "registry": registry,
         "config": config,

@@ -62,15 +62,18 @@ def serving(tmp_path: Path, args: Sequence[str], **env: str) -> Iterator[Running
                 process.wait(WAIT)
 
 
-def replay_stdio(tmp_path: Path, frames: Sequence[bytes], **env: str) -> list[Replayed]:
-    """The frames through a fresh ``mcp-server serve`` over STDIO."""
+def replay_stdio(
+    tmp_path: Path, frames: Sequence[bytes], *, stderr_path: Path | None = None, **env: str
+) -> list[Replayed]:
+    """The frames through a fresh ``mcp-server serve`` over STDIO (its stderr kept in ``stderr_path``)."""
 
     async def run() -> list[Replayed]:
+        stderr = asyncio.subprocess.DEVNULL if stderr_path is None else stderr_path.open("wb")
         process = await asyncio.create_subprocess_exec(
             *server_command(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=stderr,
             env=server_env(tmp_path, **env),
             limit=1 << 24,
         )
@@ -80,5 +83,7 @@ def replay_stdio(tmp_path: Path, frames: Sequence[bytes], **env: str) -> list[Re
         finally:
             process.stdin.close()
             await asyncio.wait_for(process.wait(), WAIT)
+            if not isinstance(stderr, int):
+                stderr.close()
 
     return asyncio.run(run())

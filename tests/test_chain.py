@@ -59,12 +59,17 @@ def test_a_response_from_the_client_to_an_unknown_id_is_not_answered(handler: Ha
 
 
 def test_a_request_before_initialize_is_refused_but_ping_is_allowed(handler: Handler) -> None:
-    """MCP basic/lifecycle: only pings may precede the initialize request."""
-    tools_list, ping = exchange(
-        handler, [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+    """MCP basic/lifecycle: only pings may precede the initialize request (of a method only the
+    handshake versions define: one 2026-07-28 defines is taken for a stateless request, issue 24)."""
+    set_level, ping = exchange(
+        handler,
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "info"}},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        ],
     )
-    assert code_of(tools_list) == CanonicalError.NOT_INITIALIZED.jsonrpc_code
-    assert tools_list["error"]["data"]["errors"][0]["msg"] == "not_initialized"
+    assert code_of(set_level) == CanonicalError.NOT_INITIALIZED.jsonrpc_code
+    assert set_level["error"]["data"]["errors"][0]["msg"] == "not_initialized"
     assert ping == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 

@@ -378,8 +378,12 @@ def test_a_progress_notification_is_attributed_to_the_side_answering_the_request
 
 
 def test_a_request_before_the_handshake_is_not_initialized(tmp_path: Path, registry: SchemaRegistry) -> None:
-    """MCP basic/lifecycle: only ping may precede initialize (the chain's rule)."""
-    lines = [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+    """MCP basic/lifecycle: only ping may precede initialize (the chain's rule), for a method that
+    only the handshake versions define."""
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "info"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ]
     document = check_lines(tmp_path, registry, lines)
     assert document["violations"] == {"not_initialized": 1}
     assert document["examples"]["not_initialized"][0]["line"] == 1

@@ -238,12 +238,14 @@ def test_the_same_rules_allow_what_they_do_not_deny(server: Running, tool: str) 
 
 
 def test_a_denied_method_is_refused_before_the_schema_check(server: Running) -> None:
-    """Issue 6: method denylist; policy is decided before schema validation (resources/list is not served)."""
+    """Issue 6: method denylist; policy is decided before schema validation (resources/list is not served).
+    The denial is a JSON-RPC error of a live session: it travels with 200 (issue 18, ADR 0013)."""
     session_id = open_session(server.address)
     reply = post(
         server.address, {"jsonrpc": "2.0", "id": 3, "method": "resources/list"}, **{"Mcp-Session-Id": session_id}
     )
-    assert reply.status_code == CanonicalError.POLICY_DENIED.http_status
+    assert reply.status_code == 200
+    assert reply.json()["error"]["code"] == CanonicalError.POLICY_DENIED.mcp_code
     assert reply.json()["error"]["data"] == {
         "ok": False,
         "reason": "policy_denied",

@@ -1,4 +1,5 @@
-"""The official conformance suite (`@modelcontextprotocol/conformance`, npm) through the HTTP gateway (issue 9).
+"""The official conformance suite (`@modelcontextprotocol/conformance`, npm) through the HTTP gateway
+(issue 9), with a STDIO upstream and with a Streamable HTTP one (`--upstream URL`, issue 18).
 
 Every run's scenario results are compared with `fixtures/conformance/expected.json`: a scenario
 that regresses fails, and so does one that starts passing until the file is updated
@@ -66,10 +67,13 @@ def running(command: list[str], url: str, env: dict[str, str]) -> Iterator[str]:
             process.wait(WAIT)
 
 
-def gateway(tmp_path: Path, upstream: list[str]) -> tuple[list[str], str, dict[str, str]]:
+def gateway(tmp_path: Path, upstream: list[str], *options: str) -> tuple[list[str], str, dict[str, str]]:
+    """The gateway's HTTP front before ``upstream`` (a command), or with ``options`` (`--upstream URL`)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", url, "--idle-timeout", "5", "--", *upstream]
+    command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", url, "--idle-timeout", "5", *options]
+    if upstream:
+        command += ["--", *upstream]
     return command, url, server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
 
 
@@ -108,6 +112,21 @@ def test_the_conformance_suite_gives_the_same_results_through_the_gateway_as_dir
         actual["pre-release-2026-all/target/direct"] = run_suite(
             next_line, url, tmp_path / "p26a-d", "--suite", "all", "--spec-version", "2026-07-28"
         )
+    # The target over Streamable HTTP behind `gateway --upstream`, sending its sampling and elicitation
+    # requests on the session's GET stream (issue 18): the same results as behind a STDIO upstream.
+    port = free_port()
+    standalone = [*TARGET, "--http", str(port), "--standalone"]
+    with running(standalone, f"http://127.0.0.1:{port}/mcp", env) as upstream:
+        command, gateway_url, gateway_env = gateway(tmp_path, [], "--upstream", upstream)
+        with running(command, gateway_url, gateway_env) as url:
+            actual["release/target/upstream"] = run_suite(release, url, tmp_path / "r-u")
+            actual["pre-release/target/upstream"] = run_suite(next_line, url, tmp_path / "p-u")
+            actual["pre-release-2026/target/upstream"] = run_suite(
+                next_line, url, tmp_path / "p26-u", "--spec-version", "2026-07-28"
+            )
+            actual["pre-release-2026-all/target/upstream"] = run_suite(
+                next_line, url, tmp_path / "p26a-u", "--suite", "all", "--spec-version", "2026-07-28"
+            )
     command, gateway_url, gateway_env = gateway(tmp_path, TARGET)
     with running(command, gateway_url, gateway_env) as url:
         actual["release/target/gateway"] = run_suite(release, url, tmp_path / "r-g")
@@ -133,6 +152,7 @@ def test_the_conformance_suite_gives_the_same_results_through_the_gateway_as_dir
     assert expected["packages"] == [CONFORMANCE, CONFORMANCE_NEXT, SERVER_EVERYTHING]
     for line in ("release", "pre-release", "pre-release-2026", "pre-release-2026-all"):
         assert actual[f"{line}/target/gateway"] == actual[f"{line}/target/direct"], line
+        assert actual[f"{line}/target/upstream"] == actual[f"{line}/target/gateway"], line
     assert all(result == "pass" for result in actual["release/target/gateway"].values())
     direct_passes = {s for s, result in actual["release/everything/direct"].items() if result == "pass"}
     assert direct_passes <= {s for s, result in actual["release/everything/gateway"].items() if result == "pass"}

@@ -71,7 +71,7 @@ def test_a_session_id_is_issued_at_initialize_required_after_and_ended_by_delete
     listed = post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, **{"Mcp-Session-Id": session_id})
     assert listed.status_code == 200 and listed.headers["content-type"] == "application/json"
     assert listed.json()["result"]["tools"]
-    without = post(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    without = post(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, **{"MCP-Protocol-Version": "2025-11-25"})
     assert without.status_code == 400 and without.json()["error"]["data"]["errors"][0]["msg"] == "not_initialized"
     unknown = post(url, {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}, **{"Mcp-Session-Id": "f" * 32})
     assert unknown.status_code == 404 and unknown.json()["error"]["message"] == "Unknown or expired session"

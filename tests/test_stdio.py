@@ -161,7 +161,7 @@ def test_python_dash_m_is_the_same_program_as_the_console_script(tmp_path: Path)
         [*server_command()[:3], "--version"], capture_output=True, timeout=WAIT, env=server_env(tmp_path)
     )
     assert result.returncode == 0
-    assert result.stdout.decode().strip() == f"mcp-server {__version__}"
+    assert result.stdout.decode().splitlines()[0] == f"mcp-server {__version__}"
     assert os.path.basename(server_command()[2]) == "mcp_server"
 
 

@@ -49,7 +49,8 @@ def test_stdio_socket_and_http_give_the_golden_replies(tmp_path: Path, script: P
     with serving(tmp_path, ["--http", "127.0.0.1:0"]) as server:
         over_http = asyncio.run(replay_http(frames, server.address))
     assert replies(over_http) == expected
-    # HTTP status aside, the replies are equal; the status comes from the catalogue.
+    # HTTP status aside, the replies are equal; the status comes from the catalogue (ADR 0013: an
+    # error answering a request of a live session travels with 200, a refused HTTP request with 400/413).
     for outcome, reply in zip(over_http, expected, strict=True):
         if reply is None:
             assert outcome.status == 202
@@ -57,11 +58,12 @@ def test_stdio_socket_and_http_give_the_golden_replies(tmp_path: Path, script: P
             assert outcome.status == 200
         else:
             code = reply["error"]["code"]
-            assert outcome.status in {400, 404, 413, 422}, (code, outcome.status)
+            assert outcome.status in {200, 400, 413}, (code, outcome.status)
 
 
 def test_http_statuses_of_the_golden_error_paths(tmp_path: Path) -> None:
-    """Parse error 400, oversized 413, unknown method 404, notification 202 (from the catalogue)."""
+    """Issue 18, ADR 0013 (2025-11-25 rules): parse error, no JSON-RPC envelope and no session 400,
+    oversized 413, notification 202; every JSON-RPC error answering a request of the session 200."""
     frames = load_script(GOLDEN / "serve_session.script.jsonl")
     with serving(tmp_path, ["--http", "127.0.0.1:0"]) as server:
         outcomes = asyncio.run(replay_http(frames, server.address))
@@ -71,11 +73,15 @@ def test_http_statuses_of_the_golden_error_paths(tmp_path: Path) -> None:
         [found] = [code for frame, code in status.items() if fragment in frame[:200]]
         return found
 
-    assert of(b'"id":18,') == 404  # unknown method
     assert of(b'"id":3,') == 200 and of(b'"id":9,') == 200  # a result, and a tool result with isError
     assert of(b'{"x":"xxxx') == 413  # oversized, refused without being read whole
     assert of(b'"id":17,') == 400  # invalid JSON
-    assert of(b'"id":19,') == 400  # invalid params
+    assert of(b'"id":21,') == 400  # no JSON-RPC 2.0 envelope
+    assert of(b'"id":1,') == 400  # a request before the session exists
+    assert of(b'"id":18,') == 200  # unknown method: a JSON-RPC error of the session
+    assert of(b'"id":19,') == 200 and of(b'"id":15,') == 200  # invalid params
+    assert of(b'"id":14,') == 200  # unknown tool
+    assert of(b'"id":22,') == 200  # initialize again
     assert of(b"notifications/progress") == 202
 
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import copy
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hypothesis.internal.conjecture import utils as conjecture_utils
 
 import mcp_server.offline.validation as validation
 from mcp_server.chain.compose import build_chain
@@ -37,6 +35,7 @@ from mcp_server.offline.validation import (
 from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import ROOT, initialize_frame, meta_2026
+from .generate import from_schema
 
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
 STATELESS = "2026-07-28"
@@ -608,39 +607,11 @@ def test_there_are_spec_examples_of_every_message_kind() -> None:
 # --- Properties (hypothesis) -----------------------------------------------------------------------
 
 
-class _Many:
-    """hypothesis-jsonschema 0.23 drives Hypothesis' former ``many`` API (``more()``/``reject()``);
-    current Hypothesis offers only ``with many(...) as e: for _ in e``. The same draws, old shape."""
-
-    def __init__(self, data: Any, **sizes: Any) -> None:
-        self._many = conjecture_utils.many(data, **sizes)
-        self._many.__enter__()
-        self._steps = iter(self._many)
-
-    def more(self) -> bool:
-        if next(self._steps, False) is None:
-            return True
-        self._many.__exit__(None, None, None)
-        return False
-
-    def reject(self) -> None:
-        self._many.reject()
-
-
-def _from_schema() -> Any:
-    import hypothesis_jsonschema._from_schema as generator
-    from hypothesis_jsonschema import from_schema
-
-    if not hasattr(conjecture_utils.many, "more"):
-        generator.cu = types.SimpleNamespace(many=_Many)  # type: ignore[attr-defined]
-    return from_schema
-
-
 def strategy_for(version: str, name: str) -> Any:
     """Instances of one definition; its $refs resolve because every definition is inlined beside it."""
     definitions = definitions_of(version)
     key = "$defs" if "$defs" in schema_of(version) else "definitions"
-    return _from_schema()({**definitions[name], key: definitions})
+    return from_schema({**definitions[name], key: definitions})
 
 
 @pytest.mark.parametrize(

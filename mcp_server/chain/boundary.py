@@ -34,7 +34,7 @@ def tool_error_result(data: Mapping[str, Any], registry: SchemaRegistry, version
         "content": [{"type": "text", "text": jsonio.dumps(data).decode()}],
         "isError": True,
     }
-    if "structuredContent" in protocol.definitions["CallToolResult"].get("properties", {}):
+    if protocol.structured_tool_results:
         result["structuredContent"] = dict(data)
     if "resultType" in protocol.result_required("tools/call"):
         result["resultType"] = "complete"

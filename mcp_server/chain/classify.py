@@ -34,9 +34,10 @@ def _kind(document: Mapping[str, Any]) -> MessageKind:
 
 
 def shape_of(document: Mapping[str, Any]) -> Message:
-    """The kind the sender meant, before any rule is checked (decides whether to answer)."""
-    rid = document.get("id")
-    return Message(_kind(document), rid if is_request_id(rid) else None)
+    """The kind the sender meant, before any rule is checked (decides whether to answer), with its
+    id and method where they can be read (a refused frame is told by the method it names)."""
+    rid, method = document.get("id"), document.get("method")
+    return Message(_kind(document), rid if is_request_id(rid) else None, method if isinstance(method, str) else None)
 
 
 def _problems(document: Mapping[str, Any], kind: MessageKind) -> list[dict[str, str]]:

@@ -125,6 +125,8 @@ def _response_path(
     doubt: Doubt,
 ) -> Callable[[Frame, dict[str, Any]], Message | None]:
     opposite, latest_handshake = schema.direction.opposite, schema.registry.latest_handshake
+    # The versions whose results carry structured content: only there a tool's outputSchema holds.
+    with_outputs = frozenset(v for v, p in schema.registry.protocols.items() if p.structured_tool_results)
     tool_table = schema.tools.table if schema.tools is not None else None
     new = tuple.__new__
 
@@ -142,10 +144,10 @@ def _response_path(
         if version is None:  # a stateless request's reply is of the version the request stated
             version = pending.version if pending.version in stateless else latest_handshake
         validator = results[version].get(pending.method)
-        if validator is not None and not validator.is_valid(result):
+        if validator is not None and not validator.is_valid(document):  # the whole frame, envelope included
             return doubt(frame, document)
         tool = pending.tool
-        if tool is not None and tool_table is not None:
+        if tool is not None and tool_table is not None and version in with_outputs:
             tool_io = tool_table.get(tool)
             if tool_io is not None and tool_io.output is not None and result.get("isError") is not True:
                 structured = result.get("structuredContent")

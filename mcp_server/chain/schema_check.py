@@ -24,10 +24,12 @@ class ToolSchemas(Protocol):
     """Where the schema check finds a tool's compiled I/O validators.
 
     ``strict``: a ``tools/call`` of a tool it does not know is refused (a server knows all its
-    tools; a gateway may not have seen the upstream's list, and passes such calls on).
+    tools, and a gateway waits for its upstream's list first; the offline check of a capture that
+    holds no list passes such calls on).
     """
 
-    strict: bool
+    @property
+    def strict(self) -> bool: ...
 
     @property
     def table(self) -> Mapping[str, ToolIO]:
@@ -53,8 +55,10 @@ def governing_version(
     direction: Direction,
     session: Session,
     tools: ToolSchemas | None = None,
+    announced: str | None = None,
 ) -> str:
-    """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``)."""
+    """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``; ``announced``
+    is the HTTP ``MCP-Protocol-Version`` header, when the frame came with one)."""
     if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
         if session.version is None and message.id is not None:
             # A stateless request's reply is of the version the request stated (2026-07-28).
@@ -62,9 +66,11 @@ def governing_version(
             if pending is not None and pending.version in registry.stateless_versions:
                 return pending.version
         return session.version or registry.latest_handshake
+    if session.version is not None:  # a session's version governs its own tools' methods too
+        return session.version
     if _is_own_tool_method(registry, message, tools):
-        return session.version or registry.latest
-    return resolve_version(message, direction, session, registry)
+        return registry.latest
+    return resolve_version(message, direction, session, registry, announced=announced)
 
 
 def check_message(
@@ -80,7 +86,8 @@ def check_message(
     """Validate one classified message against the schema of ``version``.
 
     Raises ``Rejection``: -32601 for a method the version does not define, -32602 listing
-    every violation (absolute RFC 6901 paths into the frame, sorted by path then msg).
+    every violation (absolute RFC 6901 paths into the frame, sorted by path then msg) of the frame
+    against its JSON-RPC message definition and its own (one compiled validator per frame type).
     """
     protocol = registry.protocol(version)
     if message.kind is REQUEST or message.kind is NOTIFICATION:
@@ -101,7 +108,7 @@ def check_message(
             raise Rejection(CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}])
         found = violations(validator, document)
         if found:
-            raise Rejection(CanonicalError.INVALID_PARAMS, found)
+            raise _invalid(found)
         if message.method == "tools/call" and tools is not None:
             _check_tool_input(tools, message)
         return
@@ -115,13 +122,20 @@ def check_message(
             found = violations(protocol.envelope_validator(protocol.error_response_def), document)
         else:
             validator = protocol.result_validator(pending.method)
-            found = [] if validator is None else violations(validator, document["result"], prefix="/result")
+            found = [] if validator is None else violations(validator, document)
             tool = pending.tool
             tool_io = tools.io(tool) if tools is not None and tool is not None else None
-            if not found and tool_io is not None:
+            if not found and tool_io is not None and protocol.structured_tool_results:
                 check_tool_output(tool_io, document["result"])
     if found:
-        raise Rejection(CanonicalError.INVALID_PARAMS, found)
+        raise _invalid(found)
+
+
+def _invalid(found: list[dict[str, Any]]) -> Rejection:
+    """-32602 listing every violation; INVALID_FORMAT when all of them are asserted formats."""
+    if all(entry.get("rule") == "format" for entry in found):
+        return Rejection(CanonicalError.INVALID_FORMAT, found)
+    return Rejection(CanonicalError.INVALID_PARAMS, found)
 
 
 def _check_tool_input(tools: ToolSchemas, message: Message) -> None:
@@ -175,8 +189,12 @@ class SchemaCheck:
             if pending is not None:
                 message = message._replace(method=pending.method, tool=pending.tool)
         inspection.message = message
+        headers = inspection.frame.headers
+        announced = None if headers is None or session.version else headers.get("mcp-protocol-version")
         try:
-            version = governing_version(self.registry, message, direction=direction, session=session, tools=tools)
+            version = governing_version(
+                self.registry, message, direction=direction, session=session, tools=tools, announced=announced
+            )
         except Rejection as rejection:
             rejection.message = message
             raise

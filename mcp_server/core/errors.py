@@ -15,13 +15,17 @@ if TYPE_CHECKING:
     from .types import Message
 
 __all__ = [
+    "HTTP_REFUSALS",
     "JSONRPC_RESERVED_CODES",
     "MCP_RESERVED_CODES",
     "MCP_RESERVED_CODES_SINCE",
     "SERVER_ERROR_CODES",
+    "STATELESS_SINCE",
+    "STATELESS_STATUS_BY_CODE",
     "CanonicalError",
     "Plane",
     "Rejection",
+    "reply_status",
 ]
 
 
@@ -88,6 +92,11 @@ class CanonicalError(Enum):
     DEPENDENCY_UNAVAILABLE = (-32603, 503, "A dependency is unreachable", "unavailable")
     # Streamable HTTP: the session's GET stream is open already (one per session).
     STREAM_ALREADY_OPEN = (-32600, 409, "A GET stream is open for this session already", "invalid_state")
+    # Gateway: what the client did, reported to the upstream in its place (its request is answered).
+    CLIENT_INVALID_REPLY = (-32603, 502, "Client reply violates the MCP schema", "validation_failed")
+    # Issue 24: a frame whose only faults are asserted ``format``s (asserting them is an option, off
+    # by default: ``format`` is an annotation in the drafts the MCP schemas use).
+    INVALID_FORMAT = (-32602, 400, "Invalid params: format", "validation_failed")
 
     def __init__(
         self,
@@ -140,6 +149,61 @@ _RETRYABLE = frozenset(
 )
 _BY_CODE: Mapping[int, CanonicalError] = MappingProxyType({m.jsonrpc_code: m for m in reversed(list(CanonicalError))})
 
+# -- The HTTP status of a Streamable HTTP response that carries a JSON-RPC error (ADR 0013) -------
+# A JSON-RPC response to a POSTed request, error or not, travels with 200 (spec 2025-03-26 to
+# 2025-11-25, transports "Sending Messages to the Server": the answer to a request is a JSON object
+# or an SSE stream; HTTP error statuses are for input the server cannot accept at all). These
+# members refuse the HTTP request itself, before any request of a live session is read, and keep
+# their own status under every version: a body that is no JSON-RPC message (400) or too large (413),
+# no session or an unknown one (400, 404), a bad MCP-Protocol-Version (400), what the transport
+# refuses about the HTTP request (403, 405, 406, 409, 415) and the session cap (503).
+HTTP_REFUSALS = frozenset(
+    {
+        CanonicalError.PARSE_ERROR,
+        CanonicalError.INVALID_ENVELOPE,
+        CanonicalError.PAYLOAD_TOO_LARGE,
+        CanonicalError.NOT_INITIALIZED,
+        CanonicalError.HEADER_MISMATCH,
+        CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
+        CanonicalError.HOST_NOT_ALLOWED,
+        CanonicalError.NOT_ACCEPTABLE,
+        CanonicalError.UNSUPPORTED_MEDIA_TYPE,
+        CanonicalError.HTTP_METHOD_NOT_ALLOWED,
+        CanonicalError.ROUTE_NOT_FOUND,
+        CanonicalError.SESSION_REQUIRED,
+        CanonicalError.UNKNOWN_SESSION,
+        CanonicalError.TOO_MANY_SESSIONS,
+        CanonicalError.STREAM_ALREADY_OPEN,
+    }
+)
+# MCP 2026-07-28 gives four JSON-RPC errors a status of their own, by code, whoever answers with them
+# (a server, or an upstream whose reply a gateway relays): transports "Protocol Version Header" (an
+# unimplemented method: 404 with -32601) and the schema's HeaderMismatchError,
+# UnsupportedProtocolVersionError and MissingRequiredClientCapabilityError (400).
+STATELESS_STATUS_BY_CODE: Mapping[int, int] = MappingProxyType(
+    {
+        member.mcp_code: member.http_status
+        for member in (
+            CanonicalError.METHOD_NOT_FOUND,
+            CanonicalError.HEADER_MISMATCH,
+            CanonicalError.MISSING_CLIENT_CAPABILITY,
+            CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
+        )
+    }
+)
+
+
+def reply_status(error: CanonicalError | None, code: int | None, version: str | None) -> int:
+    """The HTTP status of a POST's response carrying a reply: ``error`` is the member the replying side
+    rendered it from (``None`` for a result or a relayed reply), ``code`` its JSON-RPC error code
+    (``None`` for a result), ``version`` the protocol version the request was read under."""
+    if error is not None and error in HTTP_REFUSALS:
+        return error.http_status
+    if code is not None and version is not None and version >= STATELESS_SINCE:  # versions are dates
+        return STATELESS_STATUS_BY_CODE.get(code, 200)
+    return 200
+
+
 # Error-code ranges, (lowest, highest) inclusive. JSON-RPC 2.0 §5.1 reserves -32768..-32000 for
 # pre-defined errors and leaves -32099..-32000 to implementation-defined server errors. MCP
 # 2026-07-28 claims -32099..-32020 of that range for codes the spec defines, and leaves
@@ -148,6 +212,8 @@ JSONRPC_RESERVED_CODES = (-32768, -32000)
 SERVER_ERROR_CODES = (-32099, -32000)
 MCP_RESERVED_CODES = (-32099, -32020)
 MCP_RESERVED_CODES_SINCE = "2026-07-28"
+STATELESS_SINCE = "2026-07-28"
+"""The first version without sessions, whose HTTP statuses follow its errors (ADR 0013)."""
 
 
 class Rejection(Exception):
@@ -189,15 +255,22 @@ def catalogue_markdown() -> str:
     lines = [
         "# Error catalogue",
         "",
-        "Generated from `mcp_server/errors.py` by `python -m mcp_server.errors > docs/errors.md`; do not edit.",
+        "Generated from `mcp_server/core/errors.py` by `python -m mcp_server.core.errors > docs/errors.md`; do not edit.",
         "",
-        "| slug | JSON-RPC code | code on the MCP wire | HTTP status | message | `data.reason` | plane |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "`HTTP status` is the member's own (a refusal of the HTTP request, the REST face); the next",
+        "column is the status of a Streamable HTTP response carrying it as a JSON-RPC error, up to",
+        "2025-11-25 and under 2026-07-28 (`reply_status`, ADR 0013).",
+        "",
+        "| slug | JSON-RPC code | code on the MCP wire | HTTP status | as a reply (2025 / 2026) | message "
+        "| `data.reason` | plane |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for member in CanonicalError:
+        handshake = reply_status(member, member.mcp_code, "2025-11-25")
+        stateless = reply_status(member, member.mcp_code, STATELESS_SINCE)
         lines.append(
             f"| `{member.slug}` | {member.jsonrpc_code} | {member.mcp_code} | {member.http_status} "
-            f"| {member.message} | `{member.reason}` | {member.plane.value} |"
+            f"| {handshake} / {stateless} | {member.message} | `{member.reason}` | {member.plane.value} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -11,12 +11,27 @@ from typing import Any
 
 import orjson
 
-__all__ = ["JSONSyntaxError", "canonical", "dumps", "dumps_line", "dumps_pretty", "fingerprint", "loads"]
+__all__ = [
+    "MAX_DEPTH",
+    "JSONSyntaxError",
+    "canonical",
+    "dumps",
+    "dumps_line",
+    "dumps_pretty",
+    "fingerprint",
+    "loads",
+    "too_deep",
+]
 
 JSONSyntaxError = orjson.JSONDecodeError
 """Raised by :func:`loads` for invalid JSON, invalid UTF-8, NaN or Infinity."""
 
 _SORTED = orjson.OPT_SORT_KEYS
+
+MAX_DEPTH = 254
+"""The deepest nesting of arrays and objects the project writes back or lists violations of: orjson
+serialises no deeper, and jsonschema-rs renders a violation of no deeper value. The parser reads
+documents up to 1,024 levels; a deeper value is answered with a catalogued ``too_deep``, never a crash."""
 
 
 loads: Callable[[bytes | bytearray | memoryview | str], Any] = orjson.loads
@@ -46,3 +61,18 @@ def canonical(value: Any) -> bytes:
 def fingerprint(value: Any) -> str:
     """SHA-256 hex digest of the canonical JSON of ``value``: equal content, equal fingerprint."""
     return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` levels deep. Iterative: any depth."""
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for node in level
+            if isinstance(node, (dict, list))
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not any(isinstance(node, (dict, list)) for node in level):
+            return False
+    return True

@@ -16,6 +16,9 @@ __all__ = ["Peer", "Pending", "Session"]
 
 _session_ids = itertools.count(1)
 
+_ABANDONED_KEPT = 1024
+"""Abandoned requests a session remembers, for their late replies (the oldest are forgotten)."""
+
 
 class Pending(NamedTuple):
     """A request waiting for its answer: its method, the tool a ``tools/call`` named, and the version
@@ -43,7 +46,17 @@ class Session:
     the stateless 2026-07-28). The pending table is keyed by (direction the request went, its id).
     """
 
-    __slots__ = ("_pending", "client_capabilities", "client_info", "id", "initialized", "log_id", "peer", "version")
+    __slots__ = (
+        "_abandoned",
+        "_pending",
+        "client_capabilities",
+        "client_info",
+        "id",
+        "initialized",
+        "log_id",
+        "peer",
+        "version",
+    )
 
     def __init__(self, *, session_id: str | None = None) -> None:
         self.id: str = session_id or f"s{next(_session_ids)}"
@@ -55,6 +68,9 @@ class Session:
         # How a server sends its client a request of its own (elicitation), on transports that can.
         self.peer: Peer | None = None
         self._pending: dict[tuple[Direction, RequestId], Pending] = {}
+        # Requests settled without their peer's reply (cancelled, or answered in the peer's place): a
+        # reply that still comes is late, not unknown. The most recent ``_ABANDONED_KEPT`` only.
+        self._abandoned: dict[tuple[Direction, RequestId], None] = {}
 
     # -- the handshake -------------------------------------------------------------------------
 
@@ -93,6 +109,25 @@ class Session:
         """The request sent in ``direction`` is answered (or answered for): it no longer waits.
         Returns it (``None`` when no such request waited)."""
         return self._pending.pop((direction, request_id), None)
+
+    def abandon(self, direction: Direction, request_id: RequestId) -> Pending | None:
+        """Settle a pending request that its peer will not be heard on (cancelled, timed out): its
+        reply, should it come, is late. Returns it (``None``: it was not pending)."""
+        pending = self.settle(direction, request_id)
+        if pending is not None:
+            if len(self._abandoned) >= _ABANDONED_KEPT:
+                del self._abandoned[next(iter(self._abandoned))]
+            self._abandoned[(direction, request_id)] = None
+        return pending
+
+    def late(self, direction: Direction, request_id: RequestId) -> bool:
+        """Whether a reply to ``request_id`` (a request sent in ``direction``) answers an abandoned
+        request; it is forgotten (one reply per request)."""
+        key = (direction, request_id)
+        if key not in self._abandoned:
+            return False
+        del self._abandoned[key]
+        return True
 
     def waiting(self, direction: Direction | None = None) -> Iterator[tuple[Direction, RequestId, Pending]]:
         """The requests still waiting (of one direction, or both), oldest first."""

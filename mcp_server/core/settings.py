@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "ASSERT_FORMATS_HELP",
     "DEFAULT_MAX_FRAME_BYTES",
     "ENDPOINTS",
     "LOG_FORMATS",
@@ -23,6 +24,7 @@ ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("warning", "info", "debug")
 """``MCP_LOG_LEVEL``: warnings only (the default), or every event and unanswered frame on stderr."""
+ASSERT_FORMATS_HELP = "assert every string `format` (uri, …) as invalid_format; off by default (MCP_ASSERT_FORMATS)"
 
 
 class SetupError(Exception):
@@ -104,6 +106,7 @@ class Settings:
     seed: str = "mcp-server"
     log_format: str = "text"
     log_every_event: bool = False
+    assert_formats: bool = False
     environ: Mapping[str, str] | None = None
 
     @classmethod
@@ -134,5 +137,6 @@ class Settings:
             seed=environ.get("MCP_SEED") or "mcp-server",
             log_format=_choice(environ, "MCP_LOG_FORMAT", LOG_FORMATS),
             log_every_event=log_level(environ) != "warning",
+            assert_formats=_flag(environ, "MCP_ASSERT_FORMATS"),
             environ=dict(environ),
         )

@@ -101,14 +101,16 @@ class Message(NamedTuple):
 class Reply:
     """What goes on the wire for a frame: a JSON-RPC document, or bytes forwarded as they are.
 
-    ``error`` names the catalogue member when the reply is a rejection (the HTTP transport takes its
-    status from it, with the version in force: ``version``).
+    ``error`` names the catalogue member when the reply is a rejection, ``code`` the error code of a
+    peer's error reply passed on; the HTTP transport takes its status from them and ``version``, the
+    version the request was read under.
     """
 
     document: Mapping[str, Any] | None = None
     raw: bytes | None = None
     error: CanonicalError | None = None
     version: str | None = None
+    code: int | None = None  # the JSON-RPC error code of an error reply relayed as it came (``error``: ours)
     # The document serialised, once: the event log measures the reply and the transport sends it.
     _encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -1,7 +1,9 @@
-"""Requests from the server to its client (``elicitation/create``) on a connection that carries both.
+"""Requests of one's own to a peer: the server's to its client (``elicitation/create``), or a
+gateway's to its upstream (``tools/list``), on a connection that carries other traffic too.
 
 While a handler waits for the client's answer, the connection keeps being read (``pump``) so the
-answer can arrive; the chain checks it like any frame and hands it to ``deliver``. No parsing here.
+answer can arrive; where another task reads the connection, there is no pump. Either way the chain
+checks the answer like any frame and hands it to ``deliver``. No parsing here.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.session import Session
-from ..core.types import SERVER_TO_CLIENT
+from ..core.types import SERVER_TO_CLIENT, Direction, RequestId
 
 __all__ = ["PeerChannel", "approval_request", "attach_peer"]
 
@@ -42,38 +44,75 @@ def approved(result: Mapping[str, Any] | None) -> bool:
 
 
 class PeerChannel:
-    """One connection's way to ask its client something and wait for the reply."""
+    """One connection's way to ask its peer something and wait for the reply.
+
+    ``direction`` is the way the requests go (the server's to its client by default); their ids are
+    ``PREFIX-N``, never reused. Without ``pump`` the reply is awaited while another task reads the
+    connection; ``close`` then ends what still waits.
+    """
 
     _ids = itertools.count(1)
 
-    def __init__(self, write: Callable[[bytes], Awaitable[None]], pump: Callable[[], Awaitable[bool]]) -> None:
+    def __init__(
+        self,
+        write: Callable[[bytes], Awaitable[None]],
+        pump: Callable[[], Awaitable[bool]] | None = None,
+        *,
+        direction: Direction = SERVER_TO_CLIENT,
+        prefix: str = "srv",
+    ) -> None:
         self._write = write
         self._pump = pump  # read and handle one more chunk of the connection; False at end of input
-        self._waiting: dict[str, asyncio.Future[Mapping[str, Any] | None]] = {}
+        self._direction = direction
+        self._prefix = prefix
+        self._waiting: dict[str, tuple[asyncio.Future[Mapping[str, Any] | None], Session]] = {}
 
-    async def request(self, session: Session, method: str, params: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        """The ``result`` of the client's reply (``None`` for an error reply or end of input)."""
-        request_id = f"srv-{next(self._ids)}"
+    @property
+    def asking(self) -> bool:
+        """Whether a request of ours waits for its reply."""
+        return bool(self._waiting)
+
+    def owns(self, request_id: RequestId) -> bool:
+        """Whether ``request_id`` is a request of ours still waiting for its reply."""
+        return request_id in self._waiting
+
+    async def request(
+        self, session: Session, method: str, params: Mapping[str, Any], *, version: str | None = None
+    ) -> Mapping[str, Any] | None:
+        """The ``result`` of the peer's reply (``None`` for an error reply, end of input or ``close``);
+        ``version``: the one the request states for itself (a stateless session has none)."""
+        request_id = f"{self._prefix}-{next(self._ids)}"
         answer: asyncio.Future[Mapping[str, Any] | None] = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = answer
-        session.expect(SERVER_TO_CLIENT, request_id, method)
+        self._waiting[request_id] = (answer, session)
+        session.expect(self._direction, request_id, method, version=version)
         try:
             await self._write(jsonio.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+            if self._pump is None:
+                return await answer
             while not answer.done():
                 if not await self._pump():
                     return None
             return answer.result()
         finally:
             self._waiting.pop(request_id, None)
+            session.settle(self._direction, request_id)  # answered, or never will be: ours, not a peer's
 
-    def deliver(self, request_id: Any, document: Mapping[str, Any]) -> bool:
-        """A checked reply from the client; ``True`` when a request of ours was waiting for it."""
-        answer = self._waiting.get(request_id) if isinstance(request_id, str) else None
-        if answer is None or answer.done():
+    def deliver(self, request_id: RequestId | None, document: Mapping[str, Any]) -> bool:
+        """A checked reply from the peer; ``True`` when a request of ours was waiting for it."""
+        waiting = self._waiting.get(request_id) if isinstance(request_id, str) else None
+        if waiting is None or waiting[0].done():
             return False
         result = document.get("result")
-        answer.set_result(result if isinstance(result, Mapping) else None)
+        waiting[0].set_result(result if isinstance(result, Mapping) else None)
         return True
+
+    def close(self) -> None:
+        """The peer will not answer any more: every request still waiting gets ``None``, and is no
+        longer pending in its session."""
+        for request_id, (answer, session) in list(self._waiting.items()):
+            session.settle(self._direction, request_id)
+            if not answer.done():
+                answer.set_result(None)
 
     def elicit_approval(self, session: Session) -> Callable[[str, Mapping[str, Any], str], Awaitable[bool]]:
         async def ask(tool: str, arguments: Mapping[str, Any], digest: str) -> bool:

@@ -12,9 +12,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import SetupError
+from ..core.settings import SetupError, read_config
 from ..core.types import Direction
-from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry
 
 __all__ = ["GatewayConfig", "Mode"]
@@ -32,6 +31,9 @@ class GatewayConfig:
     tools: Mapping[str, Mode] = field(default_factory=dict)
     rules_off: frozenset[str] = frozenset()
     grace_seconds: float = 2.0
+    # How long a client frame waits for what checks it (the reply to a pending initialize, the
+    # tool's schema from a tools/list) before it is checked without it.
+    check_wait_seconds: float = 30.0
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -56,4 +58,5 @@ class GatewayConfig:
             tools={name: Mode(entry["mode"]) for name, entry in document.get("tools", {}).items() if "mode" in entry},
             rules_off=frozenset(rule for rule, on in document.get("rules", {}).items() if not on),
             grace_seconds=float(document.get("grace_seconds", 2.0)),
+            check_wait_seconds=float(document.get("check_wait_seconds", 30.0)),
         )

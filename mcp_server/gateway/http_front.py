@@ -5,7 +5,9 @@ own upstream session (a STDIO server serves one client); idle sessions are reape
 one, and past the cap a new one is refused. Under 2026-07-28 (no sessions) one upstream serves
 every request. What the upstream sends besides responses reaches the client on the response's
 SSE stream or the session's GET stream (spec: transports, "Streamable HTTP"). The HTTP checks
-are the transport's (``transport.http``); the frame checks are the gateway's one chain.
+are the transport's (``transport.http``); the frame checks are the gateway's one chain. A POST
+waits for its reply, or for the end of its session: a request the client cancelled, or left
+pending when it ended the session, ends with no reply (202); the upstream's end answers it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..chain.boundary import error_reply
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
-from ..core.types import Direction, Frame, Handler, Reply, RequestId, Session
+from ..core.types import CLIENT_TO_SERVER, Direction, Frame, Reply, RequestId, Session
 from ..execution.approvals import ApprovalBook
 from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
@@ -46,6 +48,7 @@ from ..transport.http import (
     allowed_hosts,
     check_post,
     host_allowed,
+    is_stateless,
     read_body,
     refuse,
     request_headers,
@@ -60,12 +63,15 @@ from .deadlines import CallDeadlines
 from .run import (
     Checks,
     approve_call,
+    claimed,
+    document_of,
+    end_pending,
     expire_call,
+    final_report,
     needs_approval,
     new_report,
     publish,
     session_chain,
-    unavailable_replies,
 )
 from .upstream import Upstream
 
@@ -103,34 +109,29 @@ def parse_listen_url(value: str) -> tuple[str, int, str]:
 class _Stream:
     """Where a server message goes: one SSE response (a POST's, or the session's GET).
 
-    Items are ``(raw, last)``; ``last`` ends the response. ``None`` ends it with nothing more.
+    Items are ``(raw, last)``; ``last`` ends the response. ``None`` ends it with nothing more:
+    ``cancelled``, the request it waited for will not be answered (the client cancelled it, or
+    ended its session), else nothing can answer it any more (the upstream is gone).
     """
 
-    __slots__ = ("queue", "sse")
+    __slots__ = ("cancelled", "queue", "sse")
 
     def __init__(self, *, sse: bool) -> None:
         self.sse = sse
+        self.cancelled = False
         self.queue: asyncio.Queue[tuple[bytes, bool] | None] = asyncio.Queue()
 
     def put(self, raw: bytes, *, last: bool = False) -> None:
         self.queue.put_nowait((raw, last))
 
-    def end(self) -> None:
+    def end(self, *, cancelled: bool = False) -> None:
+        self.cancelled = cancelled
         self.queue.put_nowait(None)
 
 
 def _with_id(reply: Reply, request_id: RequestId) -> Reply:
     document = reply.document if reply.document is not None else jsonio.loads(reply.to_bytes())
     return replace(reply, document={**document, "id": request_id}, raw=None)
-
-
-def _document_of(raw: bytes) -> Mapping[str, Any]:
-    """A frame passed on unchecked (observe mode), as an object; ``{}`` when it is not one."""
-    try:
-        document = jsonio.loads(raw)
-    except jsonio.JSONSyntaxError:
-        return {}
-    return document if isinstance(document, dict) else {}
 
 
 def _request_id_and_kind(document: Mapping[str, Any]) -> tuple[RequestId | None, bool]:
@@ -144,12 +145,15 @@ class _FrontSession:
     def __init__(self, upstream: Upstream, checks: Checks, *, stateless: bool = False) -> None:
         self.upstream = upstream
         self.checks = checks
-        self.chain: Handler = session_chain(checks)
+        self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
+        self.chain, self.readiness = session_chain(checks, self.own)
         self.session = Session()
+        self.ending: str | None = None  # why the session ends, once it does on this side
         self.stateless = stateless
         self.waiting: dict[RequestId, _Stream] = {}
         self.progress: dict[Any, _Stream] = {}
         self.renamed: dict[RequestId, RequestId] = {}  # stateless: the wire id → the client's id
+        self._checking: set[RequestId] = set()  # stateless: the ids of requests in the chain
         self.get_stream: _Stream | None = None
         self.backlog: deque[bytes] = deque()
         self.last_seen = time.monotonic()
@@ -165,8 +169,12 @@ class _FrontSession:
         self._answered = asyncio.Event()  # a client's reply to one of the gateway's own requests came
         self._held: set[asyncio.Task[None]] = set()
 
+    async def _ask_upstream(self, raw: bytes) -> None:
+        await self.upstream.send(raw, jsonio.loads(raw))
+
     async def start(self) -> None:
         await self.upstream.start()
+        self.checks.report.open_session(self.session, "http (stateless)" if self.stateless else "http")
         if self.checks.events is not None:
             self.checks.events.emit("upstream", session=self.session, status="started")
         self._pump = asyncio.ensure_future(self._from_upstream())
@@ -180,20 +188,29 @@ class _FrontSession:
     async def request(self, frame: Frame, accepts: PostAccepts) -> tuple[Reply | None, _Stream | None]:
         """Run a client frame through the chain; a relayed request returns the stream its reply comes on."""
         self.last_seen = time.monotonic()
-        original: RequestId | None = None
-        if self.stateless:
-            frame, original = self._unique_id(frame)
-        reply = await self.chain(frame)
+        if not self.stateless:
+            original = None
+            reply = await self.chain(frame)
+        else:
+            frame, original, wire = self._unique_id(frame)
+            if wire is not None:
+                self._checking.add(wire)  # the chain may wait for what checks it: its id is taken meanwhile
+            try:
+                reply = await self.chain(frame)
+            finally:
+                self._checking.discard(wire)
         if reply is None or not reply.to_peer:
             if reply is not None and original is not None:
                 reply = _with_id(reply, original)
             return reply, None
         raw, document = reply.to_bytes(), reply.document
         if document is None:
-            document = _document_of(raw)  # observe mode passes frames on without their document
+            document = document_of(raw)  # observe mode passes frames on without their document
         request_id, is_request = _request_id_and_kind(document)
         if not is_request and self._answers_gateway(document):
             return None, None
+        if document.get("method") == "notifications/cancelled":
+            self._cancelled(document.get("params"))
         stream = None
         if is_request and request_id is not None:
             stream = _Stream(sse=accepts.sse)
@@ -246,6 +263,16 @@ class _FrontSession:
         else:
             self._answer(request_id, refusal)
 
+    def _cancelled(self, params: Any) -> None:
+        """The client cancelled a request (settled by the chain, and relayed): its POST ends with no reply."""
+        request_id = params.get("requestId") if isinstance(params, Mapping) else None
+        if not isinstance(request_id, str | int):
+            return
+        stream = self.waiting.pop(request_id, None)
+        if stream is not None:
+            self._forget(request_id, stream)
+            stream.end(cancelled=True)
+
     def _answers_gateway(self, document: Mapping[str, Any]) -> bool:
         """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
         request_id = document.get("id")
@@ -262,26 +289,28 @@ class _FrontSession:
         await self._answered.wait()
         return not self.closed.is_set()
 
-    def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None]:
-        """Stateless: a request whose id another client's request holds upstream gets an id of the
-        gateway's (the one case where a valid frame is re-serialised); the reply gets its own back."""
+    def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None, RequestId | None]:
+        """Stateless: a request whose id another client's request holds (upstream, or in the chain)
+        gets an id of the gateway's (the one case where a valid frame is re-serialised); the reply
+        gets its own back. Returns the frame, the client's id when renamed, and the id it goes with."""
         try:
             document = jsonio.loads(frame.raw)
         except jsonio.JSONSyntaxError:
-            return frame, None
+            return frame, None, None
         request_id = document.get("id") if isinstance(document, dict) and "method" in document else None
-        if not isinstance(request_id, str | int) or request_id not in self.waiting:
-            return frame, None
-        raw = jsonio.dumps({**document, "id": f"gateway-{next(self._wire_ids)}"})
-        return frame._replace(raw=raw, size=len(raw)), request_id
+        if not isinstance(request_id, str | int):
+            return frame, None, None
+        if request_id not in self.waiting and request_id not in self._checking:
+            return frame, None, request_id
+        wire = f"gateway-{next(self._wire_ids)}"
+        raw = jsonio.dumps({**document, "id": wire})
+        return frame._replace(raw=raw, size=len(raw)), request_id, wire
 
     # -- upstream → client ----------------------------------------------------------------
 
     async def _from_upstream(self) -> None:
         try:
             async for raw, size in self.upstream.frames():
-                if self.deadlines is not None and self.deadlines.is_late(raw):
-                    continue  # the client was already told this call timed out
                 frame = Frame(
                     raw=raw,
                     size=size,
@@ -297,20 +326,17 @@ class _FrontSession:
                 if not reply.to_peer:  # the chain answers the upstream itself (an invalid request of its own)
                     await self.upstream.send(reply.to_bytes(), reply.document)
                     continue
-                self._route(reply)
+                if not (self.own.asking and claimed(self.own, reply)):  # not the reply to the gateway's own request
+                    self._route(reply)
         finally:
-            # The upstream is gone: nobody else will answer what the client waits for.
-            for request_id, rendered in unavailable_replies(self.session, self.checks, "http"):
-                stream = self.waiting.pop(request_id, None)
-                if stream is not None:
-                    stream.put(rendered.to_bytes(), last=True)
-            self.session.pending.clear()
+            if self.ending is None:  # the upstream is gone: nobody else will answer what the client waits for
+                await self._end_pending("upstream_gone")
             self.closed.set()
             self._end_streams()
 
     def _route(self, reply: Reply) -> None:
         raw = reply.to_bytes()
-        document = reply.document if reply.document is not None else _document_of(raw)
+        document = reply.document if reply.document is not None else document_of(raw)
         if not document:
             log.warning("gateway: an upstream frame that is no JSON-RPC object was not delivered")
             return
@@ -328,13 +354,18 @@ class _FrontSession:
         """The last message of the POST that waits for ``request_id`` (under the client's own id);
         ``False`` when no POST waits for it."""
         stream = self.waiting.pop(request_id, None)
-        original = self.renamed.pop(request_id, None)
         if stream is None:
             return False
-        for token in [token for token, held in self.progress.items() if held is stream]:
-            del self.progress[token]
+        original = self._forget(request_id, stream)
         stream.put((reply if original is None else _with_id(reply, original)).to_bytes(), last=True)
         return True
+
+    def _forget(self, request_id: RequestId, stream: _Stream) -> RequestId | None:
+        """A POST's request is answered or ended: its progress tokens go; returns the client's own id
+        of a renamed request."""
+        for token in [token for token, held in self.progress.items() if held is stream]:
+            del self.progress[token]
+        return self.renamed.pop(request_id, None)
 
     def _expire(self, request_id: RequestId, tool: str) -> None:
         task = asyncio.ensure_future(self._answer_expired(request_id, tool))
@@ -344,7 +375,10 @@ class _FrontSession:
     async def _answer_expired(self, request_id: RequestId, tool: str) -> None:
         """Past the tool's timeout: the waiting POST gets ``TOOL_TIMEOUT`` (retryable) and its stream
         ends; the upstream is told to stop."""
-        cancel, answer = expire_call(self.session, self.checks, request_id, tool, "http")
+        expired = expire_call(self.session, self.checks, request_id, tool, "http")
+        if expired is None:
+            return  # answered or cancelled meanwhile
+        cancel, answer = expired
         if answer is not None:
             self._answer(request_id, answer)
         with contextlib.suppress(ConnectionError, OSError):
@@ -380,18 +414,35 @@ class _FrontSession:
         self.get_stream = stream
         return stream
 
-    def _end_streams(self) -> None:
+    def _end_streams(self, *, cancelled: bool = False) -> None:
         self._answered.set()  # a question the gateway asked will not be answered now
         for stream in self.waiting.values():
-            stream.end()
+            stream.end(cancelled=cancelled)
         self.waiting.clear()
         self.progress.clear()
         if self.get_stream is not None:
             self.get_stream.end()
             self.get_stream = None
 
-    async def close(self) -> None:
-        """End the upstream session: its process stopped and reaped, every stream ended."""
+    async def _end_pending(self, reason: str) -> None:
+        """The session ends (``reason``): what still waits is settled as ``end_pending`` says; a POST
+        whose request gets no answer ends with none."""
+        self.readiness.close()
+        cancels, answers = end_pending(self.session, self.checks, "http", reason)
+        for request_id, rendered in answers:
+            self._answer(request_id, rendered)
+        if reason != "upstream_gone":
+            for cancel in cancels:
+                with contextlib.suppress(ConnectionError, OSError):
+                    await self.upstream.send(jsonio.dumps(cancel), cancel)
+        self._end_streams(cancelled=reason == "client_closed")
+
+    async def close(self, reason: str = "client_closed") -> None:
+        """End the upstream session (``reason``: the client ended it, or the gateway stops): what is
+        pending is settled, the upstream's process stopped and reaped, every stream ended."""
+        if self.ending is None and not self.closed.is_set():
+            self.ending = reason
+            await self._end_pending(reason)
         if self._pump is not None:
             self._pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -483,7 +534,7 @@ class GatewayHttpApp:
             return await self._post_without_session(send, raw, size, headers, accepts)
         frame = Frame(raw=raw, size=size, transport="http", session=front.session, headers=headers)
         reply, stream = await front.request(frame, accepts)
-        await self._answer(send, reply, stream, accepts)
+        await self._answer(send, reply, stream, accepts, stateless=is_stateless(self.registry, front.session, headers))
 
     async def _post_without_session(
         self, send: Send, raw: bytes, size: int, headers: Mapping[str, str], accepts: PostAccepts
@@ -504,7 +555,7 @@ class GatewayHttpApp:
             return await send_reply(send, error_reply(Rejection(CanonicalError.UPSTREAM_UNAVAILABLE)), accepts)
         frame = Frame(raw=raw, size=size, transport="http", session=front.session, headers=headers)
         reply, stream = await front.request(frame, accepts)
-        await self._answer(send, reply, stream, accepts)
+        await self._answer(send, reply, stream, accepts, stateless=is_stateless(self.registry, front.session, headers))
 
     async def _stateless_session(self) -> _FrontSession:
         async with self._starting:  # concurrent first requests share one upstream, started once
@@ -550,20 +601,25 @@ class GatewayHttpApp:
         stream: _Stream | None,
         accepts: PostAccepts,
         extra: list[tuple[bytes, bytes]] | None = None,
+        *,
+        stateless: bool = False,
     ) -> None:
-        """The HTTP response to a POST: the chain's own reply, 202, or what comes on ``stream``."""
+        """The HTTP response to a POST: the chain's own reply, 202, or what comes on ``stream``; a
+        reply in one piece takes its status by the rules of the request's version, the upstream's own too."""
         extra = extra or []
         if stream is None:
             if reply is None:  # a notification or a response, relayed: accepted
                 return await respond(send, 202, b"", None, extra)
-            return await send_reply(send, reply, accepts, extra)
+            return await send_reply(send, reply, accepts, extra, stateless=stateless)
         first = await stream.queue.get()
+        if first is None and stream.cancelled:  # no reply will come, and the client asked for none
+            return await respond(send, 202, b"", None, extra)
         if first is None:
             unavailable = error_reply(Rejection(CanonicalError.UPSTREAM_UNAVAILABLE))
-            return await send_reply(send, unavailable, accepts, extra)
+            return await send_reply(send, unavailable, accepts, extra, stateless=stateless)
         raw, last = first
         if last:  # the reply came first: the whole response in one piece
-            return await send_reply(send, Reply(raw=raw), accepts, extra)
+            return await send_reply(send, Reply(raw=raw), accepts, extra, stateless=stateless)
         # Messages before the reply: an SSE stream, one event each, ended by the reply.
         await send(
             {
@@ -648,7 +704,9 @@ class GatewayHttpApp:
         fronts = list(self.sessions.values()) + ([self._stateless] if self._stateless is not None else [])
         self.sessions.clear()
         self._stateless = None
-        await asyncio.gather(*(front.close() for front in fronts), *self._closing, return_exceptions=True)
+        await asyncio.gather(
+            *(front.close("gateway_stopped") for front in fronts), *self._closing, return_exceptions=True
+        )
 
 
 async def _disconnected(receive: Receive) -> None:
@@ -678,15 +736,17 @@ async def run_gateway_http(
     metrics = None
     if events is not None:
         metrics = Metrics(registry)
-        events.count_with(metrics.count)
+        events.count_with(metrics)
     app = GatewayHttpApp(new_upstream, checks, options, metrics=metrics)
     reaper = asyncio.ensure_future(app.reap_forever())
+    final = final_report(report, runs_dir)
     try:
         await serve_http(
             app,
             listener,
             on_ready=on_ready,
             signals=[(signal.SIGUSR1, lambda: publish(report, runs_dir))],
+            on_signal=final,
             on_stop=app.close,
         )
     finally:

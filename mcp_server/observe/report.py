@@ -1,4 +1,5 @@
-"""The conformance report: frames per direction and method, violations per rule, method and tool.
+"""The conformance report: frames per direction and method, violations per rule, method, tool and
+party at fault, the same per session, and the requests that ended without their peer's answer.
 
 Plain counters while the gateway runs; written as JSON (and a short table on stderr) on exit
 and on SIGUSR1. ``mcp-server report FILE`` prints the table again.
@@ -15,11 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonio
-from ..core.types import Direction
+from ..core.session import Session
+from ..core.types import ERROR_RESPONSE, RESPONSE, SERVER_TO_CLIENT, Direction, MessageKind, RequestId
 from ..execution.redaction import Redactor
+from ..registry.schemas import schema_provenance
 from .events import EventLog
 
-__all__ = ["EXAMPLES_PER_RULE", "ConformanceReport", "main_report", "nested", "render_table"]
+__all__ = [
+    "EXAMPLES_PER_RULE",
+    "UNANSWERED_LISTED",
+    "ConformanceReport",
+    "main_report",
+    "method_key",
+    "nested",
+    "party_of",
+    "render_table",
+]
 
 
 def nested(counts: Mapping[tuple[Any, str], int]) -> dict[str, dict[str, int]]:
@@ -31,6 +43,48 @@ def nested(counts: Mapping[tuple[Any, str], int]) -> dict[str, dict[str, int]]:
 
 
 EXAMPLES_PER_RULE = 3
+UNANSWERED_LISTED = 100
+"""Requests ended without an answer listed whole; the rest are counted by reason."""
+
+
+def party_of(direction: Direction) -> str:
+    """Who sent a frame going in ``direction``: the party at fault when it breaks a rule."""
+    return "upstream" if direction is SERVER_TO_CLIENT else "client"
+
+
+def method_key(method: str | None, kind: MessageKind | None) -> str:
+    """How a violation is filed by method: a response under the method it answers, marked as a
+    response (the fault is the replier's, not the requester's); a frame that names no method as
+    not JSON-RPC."""
+    if kind is RESPONSE or kind is ERROR_RESPONSE:
+        return f"{method} (response)" if method else "(response)"
+    return method or "(not json-rpc)"
+
+
+class _SessionCounts:
+    """One session's share of the report."""
+
+    __slots__ = ("by_party", "frames", "id", "protocol_version", "transport", "unanswered")
+
+    def __init__(self, session_id: str, transport: str) -> None:
+        self.id = session_id
+        self.transport = transport
+        self.protocol_version: str | None = None
+        self.frames: Counter[tuple[str, str]] = Counter()
+        self.by_party: Counter[tuple[str, str]] = Counter()  # (rule, party)
+        self.unanswered: Counter[str] = Counter()  # reason
+
+    def to_document(self) -> dict[str, Any]:
+        by_party = nested(self.by_party)
+        return {
+            "id": self.id,
+            "transport": self.transport,
+            "protocol_version": self.protocol_version,
+            "frames": nested(self.frames),
+            "violations": {rule: sum(parties.values()) for rule, parties in by_party.items()},
+            "violations_by_party": by_party,
+            "unanswered": dict(sorted(self.unanswered.items())),
+        }
 
 
 class ConformanceReport:
@@ -48,11 +102,40 @@ class ConformanceReport:
         self.violations: Counter[str] = Counter()
         self.by_method: Counter[tuple[str, str]] = Counter()
         self.by_tool: Counter[tuple[str, str]] = Counter()
+        self.by_party: Counter[tuple[str, str]] = Counter()
         self.examples: dict[str, list[dict[str, Any]]] = {}
         self.protocol_version: str | None = None
+        self.sessions: dict[str, _SessionCounts] = {}
+        self.unanswered: list[dict[str, Any]] = []
+        self.unanswered_by_reason: Counter[str] = Counter()
 
-    def frame(self, direction: Direction, method: str | None) -> None:
-        self.frames[(direction.value, method or "(response)")] += 1
+    def open_session(self, session: Session, transport: str) -> None:
+        """A session of the gateway begins: it gets an entry of its own."""
+        self.sessions[session.id] = _SessionCounts(session.id, transport)
+
+    def _of(self, session: Session | None) -> _SessionCounts | None:
+        return None if session is None else self.sessions.get(session.id)
+
+    def negotiated(self, session: Session, version: str | None) -> None:
+        """The version a session's handshake settled on."""
+        self.protocol_version = version
+        counts = self._of(session)
+        if counts is not None:
+            counts.protocol_version = version
+
+    def frame(
+        self, direction: Direction, method: str | None, kind: MessageKind | None, session: Session | None = None
+    ) -> None:
+        """A frame counted under the method it names, or for a response the method it answers (in
+        its direction's table: a response is told by its direction); ``(response)`` when that is
+        not known, ``(not json-rpc)`` for a frame of no kind or naming no method."""
+        if method is None:
+            method = "(response)" if kind is RESPONSE or kind is ERROR_RESPONSE else "(not json-rpc)"
+        key = (direction.value, method)
+        self.frames[key] += 1
+        counts = self._of(session)
+        if counts is not None:
+            counts.frames[key] += 1
 
     def violation(
         self,
@@ -66,15 +149,25 @@ class ConformanceReport:
         action: str = "",
         excerpt: str | None = None,
         patch: Any = None,
+        kind: MessageKind | None = None,
+        session: Session | None = None,
     ) -> dict[str, Any]:
-        """Count a violation; return its event (for the log)."""
+        """Count a violation (``kind``: of the frame that broke the rule, when a frame did); return
+        its event (for the log). The party at fault is the sender of a frame going in ``direction``."""
+        party = party_of(direction)
         self.violations[rule] += 1
-        self.by_method[(rule, method or "(response)")] += 1
+        self.by_method[(rule, method_key(method, kind))] += 1
+        self.by_party[(rule, party)] += 1
         if tool is not None:
             self.by_tool[(rule, tool)] += 1
+        counts = self._of(session)
+        if counts is not None:
+            counts.by_party[(rule, party)] += 1
         event: dict[str, Any] = {
             "rule": rule,
+            "party": party,
             "direction": direction.value,
+            "session": None if session is None else session.id,
             "method": method,
             "tool": tool,
             "id": request_id,
@@ -106,6 +199,33 @@ class ConformanceReport:
             examples.append(event)
         return event
 
+    def ended_unanswered(
+        self,
+        session: Session,
+        direction: Direction,
+        request_id: RequestId,
+        method: str,
+        reason: str,
+        tool: str | None = None,
+    ) -> None:
+        """A request sent in ``direction`` ended without its peer's answer: cancelled by its sender
+        (``client_cancelled``), its session ended by the client (``client_closed``), the gateway
+        stopping (``gateway_stopped``), or its peer gone (``upstream_gone``). Not a violation."""
+        self.unanswered_by_reason[reason] += 1
+        counts = self._of(session)
+        if counts is not None:
+            counts.unanswered[reason] += 1
+        if len(self.unanswered) < UNANSWERED_LISTED:
+            entry = {
+                "session": session.id,
+                "direction": direction.value,
+                "id": request_id,
+                "method": method,
+                "tool": tool,
+                "reason": reason,
+            }
+            self.unanswered.append(self.redactor.redact(entry)[0])
+
     def to_document(self) -> dict[str, Any]:
         frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
         return {
@@ -117,7 +237,12 @@ class ConformanceReport:
             "violations": dict(sorted(self.violations.items())),
             "violations_by_method": per_method,
             "violations_by_tool": per_tool,
+            "violations_by_party": nested(self.by_party),
             "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
+            "sessions": [counts.to_document() for counts in self.sessions.values()],
+            "unanswered": list(self.unanswered),
+            "unanswered_by_reason": dict(sorted(self.unanswered_by_reason.items())),
+            "schemas": [dict(entry) for entry in schema_provenance()],  # the bytes the verdicts came from
         }
 
     def write(self, runs_dir: Path) -> Path:
@@ -147,11 +272,38 @@ def render_table(document: Mapping[str, Any]) -> str:
     for rule, count in violations.items():
         methods = ", ".join(f"{m}={c}" for m, c in document.get("violations_by_method", {}).get(rule, {}).items())
         tools = ", ".join(f"{t}={c}" for t, c in document.get("violations_by_tool", {}).get(rule, {}).items())
-        lines.append(f"  violation {rule}: {count} (methods: {methods}{'; tools: ' + tools if tools else ''})")
+        parties = ", ".join(f"{p}={c}" for p, c in document.get("violations_by_party", {}).get(rule, {}).items())
+        lines.append(
+            f"  violation {rule}: {count} (methods: {methods}{'; tools: ' + tools if tools else ''}"
+            f"{'; party: ' + parties if parties else ''})"
+        )
         for example in document.get("examples", {}).get(rule, [])[:1]:
             paths = ", ".join(str(e.get("path")) for e in example.get("errors", [])[:3] if isinstance(e, Mapping))
             lines.append(f"    e.g. {example.get('direction')} id={example.get('id')} {paths}".rstrip())
+    lines += _session_lines(document)
     return "\n".join(lines) + "\n"
+
+
+def _session_lines(document: Mapping[str, Any]) -> list[str]:
+    """Per session: frames, violations with the party at fault, requests ended unanswered; then
+    the unanswered requests listed (a report of an older gateway has none of these)."""
+    lines = []
+    for entry in document.get("sessions", []):
+        frames = sum(sum(methods.values()) for methods in entry.get("frames", {}).values())
+        faults = ", ".join(
+            f"{rule}: {sum(parties.values())} ({', '.join(parties)})"
+            for rule, parties in entry.get("violations_by_party", {}).items()
+        )
+        ended = ", ".join(f"{reason}={count}" for reason, count in entry.get("unanswered", {}).items())
+        lines.append(
+            f"  session {entry.get('id')} ({entry.get('transport')}): frames {frames}; violations: {faults or 'none'}"
+            f"{'; unanswered: ' + ended if ended else ''}"
+        )
+    for entry in document.get("unanswered", []):
+        lines.append(
+            f"  unanswered {entry.get('direction')} id={entry.get('id')} {entry.get('method')}: {entry.get('reason')}"
+        )
+    return lines
 
 
 def main_report(argv: list[str]) -> int:

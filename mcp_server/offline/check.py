@@ -20,6 +20,7 @@ from ..chain.json_syntax import parse
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
+from ..core.settings import ASSERT_FORMATS_HELP
 from ..core.types import (
     CLIENT_TO_SERVER,
     NOTIFICATION,
@@ -62,6 +63,7 @@ RULES = (
     CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug,
     CanonicalError.METHOD_NOT_FOUND.slug,
     CanonicalError.INVALID_PARAMS.slug,
+    CanonicalError.INVALID_FORMAT.slug,
     CanonicalError.UNKNOWN_RESPONSE_ID.slug,
     CanonicalError.INVALID_TOOL_INPUT.slug,
     CanonicalError.INVALID_TOOL_OUTPUT.slug,
@@ -565,6 +567,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--version", dest="protocol_version", metavar="V", help="check against V instead of the negotiated version"
     )
+    parser.add_argument("--assert-formats", action="store_true", help=ASSERT_FORMATS_HELP)
     parser.add_argument(
         "--allow-error-codes",
         dest="allow_codes",
@@ -579,7 +582,10 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 def run_check(args: argparse.Namespace) -> int:
     """Exit 0 clean, 1 violations, 2 when the capture cannot be read (``mcp:error`` on stderr)."""
     try:
-        report = check_capture(Path(args.capture), version=args.protocol_version, allow_codes=args.allow_codes)
+        registry = SchemaRegistry(assert_formats=True) if args.assert_formats else None
+        report = check_capture(
+            Path(args.capture), registry=registry, version=args.protocol_version, allow_codes=args.allow_codes
+        )
     except CaptureError as exc:
         detail = " ".join(exc.detail.split())
         sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")

@@ -15,6 +15,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
+from ..core import jsonio
+from ..core.jsonio import MAX_DEPTH
 from ..core.settings import SetupError
 from .schemas import SchemaError, SchemaRegistry, Validator, violations
 
@@ -27,6 +29,7 @@ __all__ = [
     "failed",
     "load_corpus",
     "safe_path",
+    "too_deep",
     "unsafe_name",
     "validate_against",
 ]
@@ -77,9 +80,14 @@ def unsafe_name(name: str) -> bool:
     return name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/")
 
 
-def failed(path: str, msg: str) -> dict[str, Any]:
-    """The tools' ``validation_failed`` result for one problem with one argument."""
-    return {"ok": False, "reason": "validation_failed", "errors": [{"path": path, "msg": msg}]}
+def failed(path: str, msg: str, reason: str = "validation_failed") -> dict[str, Any]:
+    """The tools' ``validation_failed`` result (or ``reason``) for one problem with one argument."""
+    return {"ok": False, "reason": reason, "errors": [{"path": path, "msg": msg}]}
+
+
+def too_deep(path: str) -> dict[str, Any]:
+    """The tools' result for an argument nested deeper than the project reads back (``jsonio.MAX_DEPTH``)."""
+    return failed(path, f"nested deeper than {MAX_DEPTH} levels", "too_deep")
 
 
 def _parse_aliases(raw: str | None) -> dict[str, str]:
@@ -170,6 +178,11 @@ def _bundled(registry: SchemaRegistry, aliases: Mapping[str, str], examples_root
     )
 
 
+def _given(validator: Validator) -> Callable[[], Validator]:
+    """A validator compiled already (a configured root is compiled whole at start-up)."""
+    return lambda: validator
+
+
 def _from_dirs(schemas_dir: Path, examples_dir: Path, aliases: Mapping[str, str]) -> Corpus:
     try:
         registry = SchemaRegistry(roots=[schemas_dir])
@@ -186,7 +199,7 @@ def _from_dirs(schemas_dir: Path, examples_dir: Path, aliases: Mapping[str, str]
         if isinstance(document, Mapping):
             raw_version = document.get("version", document.get("x-schema-version", ""))
             version = raw_version if isinstance(raw_version, str) else str(raw_version)
-        entry = SchemaEntry(name=name, version=version, path=relative, document=document, compile=lambda v=validator: v)
+        entry = SchemaEntry(name=name, version=version, path=relative, document=document, compile=_given(validator))
         entries.append(entry)
     examples = [p.relative_to(examples_dir).as_posix() for p in sorted(examples_dir.rglob("*.json")) if p.is_file()]
     return Corpus(
@@ -229,6 +242,8 @@ def validate_against(corpus: Corpus, asset: Any, schema: Any) -> dict[str, Any]:
     entry = corpus.schema(schema)
     if entry is None:
         return failed("/schema", f"unknown schema {schema!r}")
+    if jsonio.too_deep(asset):
+        return too_deep("")  # a pointer into the asset, as every error of validate_asset
     if isinstance(asset, Mapping) and "$schemaRef" in asset:
         asset = {key: value for key, value in asset.items() if key != "$schemaRef"}
     errors = check_instance(entry, asset)

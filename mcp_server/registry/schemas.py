@@ -6,6 +6,8 @@ schema on first sight. ``$ref`` resolves only against schemas indexed here: neve
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,15 +19,18 @@ import jsonschema_rs
 from ..core import jsonio
 from ..core.pointer import pointer
 from ..core.types import Direction
+from .implication import implies
 
 __all__ = [
     "BUNDLED_SCHEMAS",
+    "TOO_DEEP",
     "ProtocolSchema",
     "SchemaError",
     "SchemaRegistry",
     "ToolIO",
     "Validator",
     "pointer",
+    "schema_provenance",
     "violations",
 ]
 
@@ -37,6 +42,46 @@ MAX_VIOLATIONS = 100
 """Cap on the violations listed for one instance; a hostile frame cannot make the reply huge."""
 
 Validator = Any  # jsonschema_rs.Validator; the extension ships no usable stub for mypy
+
+TOO_DEEP: Mapping[str, str] = MappingProxyType(
+    {
+        "path": "",
+        "msg": f"nested deeper than {jsonio.MAX_DEPTH} levels: its violations cannot be listed",
+        "keyword": "too_deep",
+        "rule": "too_deep",
+    }
+)
+"""The one violation listed for an invalid instance nested too deep to list its violations."""
+
+
+PROVENANCE_FILE = "provenance.json"
+"""Beside the MCP schemas: each bundled file's source repository, commit and SHA-256."""
+
+
+@functools.cache
+def schema_provenance(mcp_dir: Path = BUNDLED_SCHEMAS / "mcp") -> tuple[Mapping[str, str | None], ...]:
+    """Each ``<version>/schema.json`` under ``mcp_dir``: its version, the SHA-256 of its bytes, and
+    its source repository and commit when ``provenance.json`` records a file of exactly these bytes
+    (``None`` otherwise: the official schemas are rewritten after release, so a commit is only
+    claimed for the bytes it was recorded for)."""
+    try:
+        manifest = jsonio.loads((mcp_dir / PROVENANCE_FILE).read_bytes())
+    except (OSError, jsonio.JSONSyntaxError):
+        manifest = {}
+    recorded = manifest.get("files", {}) if isinstance(manifest, dict) else {}
+    found = []
+    for path in sorted(mcp_dir.glob("*/schema.json")):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        entry = recorded.get(f"{path.parent.name}/schema.json")
+        source = (None, None)
+        if isinstance(entry, dict) and entry.get("sha256") == digest:
+            source = (manifest.get("repository"), entry.get("commit"))
+        found.append(
+            MappingProxyType(
+                {"version": path.parent.name, "sha256": digest, "repository": source[0], "commit": source[1]}
+            )
+        )
+    return tuple(found)
 
 
 class SchemaError(Exception):
@@ -52,22 +97,30 @@ def violations(validator: Validator, instance: Any, *, prefix: str = "") -> list
     """Every violation of ``instance``: ``{path, msg, keyword, schemaPath}``, sorted, capped.
 
     ``path`` is an absolute RFC 6901 pointer (``prefix`` is prepended, for a sub-document);
-    ``msg`` is the validator's own sentence and stays inside ``error.data``.
+    ``msg`` is the validator's own sentence and stays inside ``error.data``. A violation found twice
+    (by two branches of an ``allOf``) is listed once; an asserted ``format`` carries ``rule: "format"``.
     """
     if validator.is_valid(instance):  # the common case, and the fastest path through jsonschema-rs
         return []
     found: list[dict[str, Any]] = []
-    for error in validator.iter_errors(instance):
-        found.append(
-            {
-                "path": prefix + pointer(error.instance_path),
-                "msg": error.message,
-                "keyword": error.kind.name,
-                "schemaPath": pointer(error.schema_path),
-            }
-        )
-        if len(found) >= MAX_VIOLATIONS:
-            break
+    seen: set[tuple[str, str, str]] = set()
+    try:
+        for error in validator.iter_errors(instance):
+            path, keyword = prefix + pointer(error.instance_path), error.kind.name
+            if (path, keyword, error.message) in seen:
+                continue  # the same fault, found by both the envelope and the method's own definition
+            seen.add((path, keyword, error.message))
+            entry = {"path": path, "msg": error.message, "keyword": keyword, "schemaPath": pointer(error.schema_path)}
+            if keyword == "format":  # asserted only when asked for: reported under a rule of its own
+                entry["rule"] = "format"
+            found.append(entry)
+            if len(found) >= MAX_VIOLATIONS:
+                break
+    except ValueError:
+        if not jsonio.too_deep(instance):
+            raise  # a value JSON cannot hold: the caller's to report
+        # jsonschema-rs cannot render a violation of a value nested this deep; the verdict stands.
+        return [dict(TOO_DEEP, path=prefix)]
     found.sort(key=lambda v: (v["path"], v["msg"]))
     return found
 
@@ -117,21 +170,40 @@ def _refs(document: Any) -> Iterator[str]:
             yield from _refs(item)
 
 
+CLASSIFIED_RESPONSE: Mapping[str, Any] = MappingProxyType(
+    {
+        "type": "object",
+        "required": ["id", "jsonrpc", "result"],
+        "properties": {"id": {"type": ["string", "integer"]}, "jsonrpc": {"const": "2.0", "type": "string"}},
+    }
+)
+"""What ``classify`` has established of a result response before the schema check sees it (-32600
+otherwise): the registry does not judge it twice (see ``_result_validator``)."""
+
+
 class ProtocolSchema:
     """One MCP protocol version: its definitions, methods and compiled validators.
 
     Method tables come from the schema itself (the ``ClientRequest``/``ServerRequest``/…
-    unions and each definition's ``method`` const), never from a hand-written list.
+    unions and each definition's ``method`` const), never from a hand-written list. A frame is
+    checked against every definition the specification assigns to it, in one validator: the
+    JSON-RPC message definition (``JSONRPCRequest``, …, whose ``_meta`` and ``id`` rules the method
+    definitions of the older versions do not repeat) and the method's own definition, or for a
+    response the result type of the request it answers.
     """
 
-    def __init__(self, version: str, document: Mapping[str, Any], path: Path) -> None:
+    def __init__(self, version: str, document: Mapping[str, Any], path: Path, *, assert_formats: bool = False) -> None:
         self.version = version
         self.path = path
         self.document = document
+        self.assert_formats = assert_formats
         self.defs_key = "$defs" if "$defs" in document else "definitions"
         self.definitions: Mapping[str, Any] = document[self.defs_key]
         self.uri = f"urn:mcp:schema:{version}"
         self.stateless = "InitializeRequest" not in self.definitions
+        # Tools may declare an outputSchema and answer with structuredContent (from 2025-06-18).
+        call_result = self.definitions.get("CallToolResult", {})
+        self.structured_tool_results = "structuredContent" in call_result.get("properties", {})
         self._registry = jsonschema_rs.Registry([(self.uri, dict(document))], retriever=_refuse_remote)
         requests: dict[tuple[Direction, str], str] = {}
         notifications: dict[tuple[Direction, str], str] = {}
@@ -150,28 +222,32 @@ class ProtocolSchema:
         self.notifications: Mapping[tuple[Direction, str], str] = MappingProxyType(notifications)
         self.request_methods = frozenset(m for _, m in requests)
         self.notification_methods = frozenset(m for _, m in notifications)
-        # Compiled once: one validator per request and notification definition, one per
-        # result keyed by the method it answers, and the envelopes.
-        self._by_ref: dict[str, Validator] = {}
-        self._validators: dict[str, Validator] = {}
-        for name in {*requests.values(), *notifications.values()}:
-            self._validators[name] = self._ref_validator(f"#/{self.defs_key}/{name}")
-        self._results: dict[str, Validator] = {}
-        self._result_required: dict[str, frozenset[str]] = {}
-        for name in set(requests.values()):
-            method = self._method_const(name) or name
-            ref = self._result_ref(name)
-            self._results[method] = self._ref_validator(ref)
-            result_def = self._result_definition(ref)
-            self._result_required[method] = frozenset(result_def.get("required", ()))
         self.error_response_def = (
             "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in self.definitions else "JSONRPCError"
         )
         self.result_response_def = (
             "JSONRPCResultResponse" if "JSONRPCResultResponse" in self.definitions else "JSONRPCResponse"
         )
+        # Compiled once, each a whole-frame validator: one per request and notification definition
+        # (with its envelope), one per result keyed by the method it answers, and the envelopes.
+        self._by_ref: dict[str, Validator] = {}
+        self._validators: dict[str, Validator] = {}
+        self._frames: dict[str, Validator] = {}
+        for name in set(requests.values()):
+            self._frames[name] = self._frame_validator("JSONRPCRequest", name)
+        for name in set(notifications.values()):
+            self._frames[name] = self._frame_validator("JSONRPCNotification", name)
+        self._results: dict[str, Validator] = {}
+        self._result_required: dict[str, frozenset[str]] = {}
+        for name in set(requests.values()):
+            method = self._method_const(name) or name
+            self._results[method] = self._result_validator(name)
+            self._result_required[method] = frozenset(self._result_definition(name).get("required", ()))
         for name in ("JSONRPCRequest", "JSONRPCNotification", self.result_response_def, self.error_response_def):
-            self._validators[name] = self._ref_validator(f"#/{self.defs_key}/{name}")
+            self._validators[name] = self._ref_validator(self._def(name))
+
+    def _def(self, name: str) -> str:
+        return f"#/{self.defs_key}/{name}"
 
     def _members(self, union: str) -> list[str]:
         definition = self.definitions.get(union)
@@ -187,18 +263,40 @@ class ProtocolSchema:
         const = method.get("const")
         return const if isinstance(const, str) else None
 
-    def _result_ref(self, request_name: str) -> str:
+    def _result_name(self, request_name: str) -> str:
+        """The result type of ``request_name``: ``XResult``, else the empty result (ping, subscribe…)."""
         stem = request_name.removesuffix("Request")
-        if f"{stem}ResultResponse" in self.definitions:  # 2026-07-28: may be an InputRequiredResult
-            return f"#/{self.defs_key}/{stem}ResultResponse/properties/result"
         for candidate in (f"{stem}Result", "EmptyResult", "Result"):
             if candidate in self.definitions:
-                return f"#/{self.defs_key}/{candidate}"
+                return candidate
         raise SchemaError(f"{self.path}: no result definition for {request_name}")
 
-    def _result_definition(self, ref: str) -> Mapping[str, Any]:
-        name = ref.split("/")[2].removesuffix("Response")  # XResultResponse → XResult
-        definition: Mapping[str, Any] = self.definitions.get(name, {})
+    def _result_validator(self, request_name: str) -> Validator:
+        """The validator of a whole response to ``request_name``: the result-response envelope and
+        the result type at ``/result`` (2026-07-28: the ``XResultResponse`` frame, whose result may be
+        an ``InputRequiredResult``). Where classify's checks and the result type together imply both,
+        only ``/result`` is read: the envelope is not judged twice."""
+        stem, envelope = request_name.removesuffix("Request"), self.result_response_def
+        frame = f"{stem}ResultResponse" if f"{stem}ResultResponse" in self.definitions else None
+        result = self._def(frame) + "/properties/result" if frame else self._def(self._result_name(request_name))
+        known = {**CLASSIFIED_RESPONSE, "properties": {**CLASSIFIED_RESPONSE["properties"], "result": {"$ref": result}}}
+        name = f"{self.path}: {envelope} with {result} at /result"
+        if all(self._implies(known, definition) for definition in (envelope, frame or envelope)):
+            return self._compile({"properties": {"result": {"$ref": self.uri + result}}}, name)
+        own = (
+            {"$ref": self.uri + self._def(frame)} if frame else {"properties": {"result": {"$ref": self.uri + result}}}
+        )
+        return self._compile({"allOf": [{"$ref": self.uri + self._def(envelope)}, own]}, name)
+
+    def _implies(self, own: str | Mapping[str, Any], other: str | Mapping[str, Any]) -> bool:
+        """Whether a definition (by name) or schema implies another (``implication.implies``)."""
+        prefix = f"#/{self.defs_key}/"
+        own = {"$ref": prefix + own} if isinstance(own, str) else own
+        other = {"$ref": prefix + other} if isinstance(other, str) else other
+        return implies(own, other, self.definitions, prefix)
+
+    def _result_definition(self, request_name: str) -> Mapping[str, Any]:
+        definition: Mapping[str, Any] = self.definitions.get(self._result_name(request_name), {})
         while "$ref" in definition and "properties" not in definition:  # EmptyResult → Result
             definition = self.definitions.get(definition["$ref"].rsplit("/", 1)[-1], {})
         return definition
@@ -207,12 +305,25 @@ class ProtocolSchema:
         """Fields the version requires in the result of ``method`` (``resultType``, ``ttlMs``, …)."""
         return self._result_required.get(method, frozenset())
 
+    def _compile(self, schema: Mapping[str, Any], name: str) -> Validator:
+        wrapper = {"$schema": self.document.get("$schema"), **schema}
+        return _compile(wrapper, name, registry=self._registry, validate_formats=self.assert_formats)
+
     def _ref_validator(self, ref: str) -> Validator:
         validator = self._by_ref.get(ref)
         if validator is None:
-            wrapper = {"$schema": self.document.get("$schema"), "$ref": self.uri + ref}
-            validator = self._by_ref[ref] = _compile(wrapper, f"{self.path}{ref}", registry=self._registry)
+            validator = self._by_ref[ref] = self._compile({"$ref": self.uri + ref}, f"{self.path}{ref}")
         return validator
+
+    def _frame_validator(self, envelope: str, own: str) -> Validator:
+        """One validator for a frame: its JSON-RPC message definition and its own (``allOf``), or its
+        own alone where it already implies the envelope (2025-11-25 on: the envelope is not read twice)."""
+        if self._implies(own, envelope):
+            return self.definition_validator(own)
+        name = f"{self.path}: {envelope} and {own}"
+        return self._compile(
+            {"allOf": [{"$ref": self.uri + self._def(envelope)}, {"$ref": self.uri + self._def(own)}]}, name
+        )
 
     def definition_validator(self, name: str) -> Validator:
         """A validator for any definition (compiled on demand for the rarer ones)."""
@@ -220,19 +331,21 @@ class ProtocolSchema:
         if validator is None:
             if name not in self.definitions:
                 raise KeyError(name)
-            validator = self._validators[name] = self._ref_validator(f"#/{self.defs_key}/{name}")
+            validator = self._validators[name] = self._ref_validator(self._def(name))
         return validator
 
     def request_validator(self, direction: Direction, method: str) -> Validator | None:
+        """The whole-frame validator of a request of ``method`` sent in ``direction`` (envelope included)."""
         name = self.requests.get((direction, method))
-        return None if name is None else self._validators[name]
+        return None if name is None else self._frames[name]
 
     def notification_validator(self, direction: Direction, method: str) -> Validator | None:
+        """The whole-frame validator of a notification of ``method`` sent in ``direction`` (envelope included)."""
         name = self.notifications.get((direction, method))
-        return None if name is None else self._validators[name]
+        return None if name is None else self._frames[name]
 
     def result_validator(self, method: str) -> Validator | None:
-        """Validator for the ``result`` member of a response to ``method``."""
+        """The whole-frame validator of a result response to ``method`` (envelope included)."""
         return self._results.get(method)
 
     def envelope_validator(self, name: str) -> Validator:
@@ -242,13 +355,18 @@ class ProtocolSchema:
 class SchemaRegistry:
     """The start-up registry: bundled MCP versions, the project's schemas and configured roots."""
 
-    def __init__(self, *, mcp_dir: Path | None = None, roots: Sequence[Path] = ()) -> None:
+    def __init__(
+        self, *, mcp_dir: Path | None = None, roots: Sequence[Path] = (), assert_formats: bool = False
+    ) -> None:
         mcp_dir = BUNDLED_SCHEMAS / "mcp" if mcp_dir is None else mcp_dir
         self.mcp_dir = mcp_dir
+        # ``format`` is an annotation in draft-07 and 2020-12 alike unless asserting it is asked for;
+        # every schema compiled here follows the one setting (ADR 0014).
+        self.assert_formats = assert_formats
         protocols: dict[str, ProtocolSchema] = {}
         for path in sorted(mcp_dir.glob("*/schema.json")):
             version = path.parent.name
-            protocols[version] = ProtocolSchema(version, self._read(path), path)
+            protocols[version] = ProtocolSchema(version, self._read(path), path, assert_formats=assert_formats)
         if not protocols:
             raise SchemaError(f"{mcp_dir}: no MCP schemas (expected <version>/schema.json)")
         self.protocols: Mapping[str, ProtocolSchema] = MappingProxyType(protocols)
@@ -311,6 +429,11 @@ class SchemaRegistry:
         except jsonio.JSONSyntaxError as exc:
             raise SchemaError(f"{path}: not JSON: {exc}") from None
 
+    @property
+    def provenance(self) -> list[dict[str, str | None]]:
+        """Where each MCP schema in use comes from: version, SHA-256, repository and commit."""
+        return [dict(entry) for entry in schema_provenance(self.mcp_dir)]
+
     def protocol(self, version: str) -> ProtocolSchema:
         """The schema of ``version``; ``KeyError`` for a version not bundled."""
         return self.protocols[version]
@@ -330,7 +453,7 @@ class SchemaRegistry:
                 options["registry"] = self._root_registry
             if base_uri is not None:
                 options["base_uri"] = base_uri
-            validator = self._compiled[key] = _compile(schema, name, **options)
+            validator = self._compiled[key] = _compile(schema, name, validate_formats=self.assert_formats, **options)
         return validator
 
     def schema_file(self, path: Path) -> tuple[Any, Validator]:

@@ -25,18 +25,30 @@ class ListOutcome:
 
 
 class UpstreamTools:
-    """A ``ToolSchemas`` for the schema check, fed by the upstream's ``tools/list`` results."""
+    """A ``ToolSchemas`` for the schema check, fed by the upstream's ``tools/list`` results.
 
-    strict = False  # a call to a tool not (yet) listed is passed on, not refused
+    ``complete``: every page of the upstream's list has been learnt since it last said the list
+    changed, so a tool not in it is not the upstream's: a call of it goes on, for the upstream to
+    answer. ``waits``: the gateway waits for the list before it checks a call, so a tool it still
+    has no schema for while the list is not whole (the wait ran out) is refused; the offline check,
+    which has only what a capture holds, does not wait and passes such a call on.
+    """
 
-    def __init__(self, registry: SchemaRegistry) -> None:
+    def __init__(self, registry: SchemaRegistry, *, waits: bool = False) -> None:
         self._registry = registry
+        self.waits = waits
+        self.complete = False
         self._io: dict[str, ToolIO] = {}
         self._pins: dict[str, tuple[str, Mapping[str, Any]]] = {}
 
     @property
     def table(self) -> Mapping[str, ToolIO]:
         return self._io
+
+    @property
+    def strict(self) -> bool:
+        """A call of a tool without a schema is refused: the gateway waited, and the list is not whole."""
+        return self.waits and not self.complete
 
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)
@@ -47,6 +59,10 @@ class UpstreamTools:
             if not isinstance(definition, Mapping) or not isinstance(definition.get("name"), str):
                 continue  # the result's schema check has reported it already
             name = definition["name"]
+            if jsonio.too_deep(definition):  # neither pinned nor compiled: it cannot be written back
+                self._io.pop(name, None)
+                outcome.invalid.append((name, f"nested deeper than {jsonio.MAX_DEPTH} levels"))
+                continue
             pin = jsonio.fingerprint(definition)
             pinned = self._pins.get(name)
             if pinned is None:

@@ -14,9 +14,10 @@ from ..core.session import Session
 from ..core.types import Direction, Message, MessageKind
 from .schemas import SchemaRegistry
 
-__all__ = ["PROTOCOL_VERSION_META", "is_at_least", "resolve_version"]
+__all__ = ["CLIENT_CAPABILITIES_META", "PROTOCOL_VERSION_META", "is_at_least", "resolve_version", "stated_version"]
 
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 
 # Only ping may precede the handshake (basic/lifecycle: "The client SHOULD NOT send requests
 # other than pings before the server has responded to the initialize request").
@@ -30,24 +31,46 @@ def is_at_least(registry: SchemaRegistry, version: str | None, floor: str) -> bo
     return registry.versions.index(version) >= registry.versions.index(floor)
 
 
-def _meta_version(params: Mapping[str, Any] | None) -> Any:
+def stated_version(params: Mapping[str, Any] | None) -> Any:
+    """What a request's ``_meta`` states as its protocol version (2026-07-28), unchecked; ``None`` if nothing."""
     if not isinstance(params, Mapping):
         return None
     meta = params.get("_meta")
     return meta.get(PROTOCOL_VERSION_META) if isinstance(meta, Mapping) else None
 
 
-def resolve_version(message: Message, direction: Direction, session: Session, registry: SchemaRegistry) -> str:
+def _stateless_version_of(message: Message, registry: SchemaRegistry) -> str | None:
+    """The newest stateless version that defines the client's ``message`` (its method, its kind)."""
+    for version in reversed(registry.stateless_versions):
+        protocol = registry.protocol(version)
+        methods = protocol.request_methods if message.kind is MessageKind.REQUEST else protocol.notification_methods
+        if message.method in methods:
+            return version
+    return None
+
+
+def resolve_version(
+    message: Message,
+    direction: Direction,
+    session: Session,
+    registry: SchemaRegistry,
+    *,
+    announced: str | None = None,
+) -> str:
     """The protocol version whose schema governs ``message``.
 
     A session that completed a handshake keeps its version. Otherwise a request that names a
     stateless version in ``_meta`` is governed by it (2026-07-28: no handshake); ``initialize``
-    by the version it negotiates; a pre-handshake ping by the newest handshake version.
-    Anything else before the handshake is refused.
+    by the version it negotiates; a pre-handshake ping by the newest handshake version. Any other
+    request or notification of the client's that the newest stateless version defines is governed
+    by that version, the only one in which it can be valid without a handshake: its schema names
+    the ``_meta`` key that is missing or malformed (-32602), unless an HTTP ``MCP-Protocol-Version``
+    header (``announced``) names a handshake version. A server's message is of the version of the
+    client's open stateless request, if any. Any other request before the handshake is refused.
     """
     if session.version is not None:
         return session.version
-    requested = _meta_version(message.params)
+    requested = stated_version(message.params)
     if requested is not None:
         if not isinstance(requested, str):
             raise Rejection(
@@ -63,9 +86,17 @@ def resolve_version(message: Message, direction: Direction, session: Session, re
     if message.method == "initialize":
         offered = message.params.get("protocolVersion") if isinstance(message.params, Mapping) else None
         return offered if offered in registry.handshake_versions else registry.latest_handshake
-    if message.kind is not MessageKind.REQUEST or message.method in _PRE_HANDSHAKE_METHODS:
+    if message.method in _PRE_HANDSHAKE_METHODS:
         return registry.latest_handshake
     if direction is Direction.SERVER_TO_CLIENT:
+        # A server's message while a stateless request of the client is open is of that request's version.
+        stated = (p.version for _, _, p in session.waiting(Direction.CLIENT_TO_SERVER) if p.version is not None)
+        return next(stated, registry.latest_handshake)
+    if announced not in registry.handshake_versions:
+        stateless = _stateless_version_of(message, registry)
+        if stateless is not None:
+            return stateless
+    if message.kind is not MessageKind.REQUEST:
         return registry.latest_handshake
     if message.method not in registry.protocol(registry.latest_handshake).request_methods:
         return registry.latest_handshake  # unknown everywhere: the schema check answers -32601

@@ -40,7 +40,7 @@ def call_tool_result(output: Mapping[str, Any], registry: SchemaRegistry, versio
         "content": [{"type": "text", "text": jsonio.dumps(output).decode()}],
         "isError": output.get("ok", True) is not True,
     }
-    if "structuredContent" in registry.protocol(version).definitions["CallToolResult"].get("properties", {}):
+    if registry.protocol(version).structured_tool_results:
         result["structuredContent"] = dict(output)
     return result
 
@@ -156,7 +156,7 @@ def _routes(registry: SchemaRegistry, tools: ToolSet, gate: ExecutionGate, *, ch
         output = await governed(tool, params.get("arguments", {}), message, frame)
         result = call_tool_result(output, registry, message.version)
         tool_io = tools.io(tool.name)
-        if tool_io is not None:
+        if tool_io is not None and registry.protocol(message.version).structured_tool_results:
             check_tool_output(tool_io, result)  # the tool's own outputSchema, on the way back
         return result
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Mu
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import CanonicalError, Rejection
+from ..core.errors import CanonicalError, Rejection, reply_status
 from ..core.replies import error_reply
 from ..core.types import Reply
 from .coalescing import CoalescingTransport
@@ -140,9 +140,19 @@ def sse_event(raw: bytes) -> bytes:
     return b"event: message\ndata: " + raw + b"\n\n"
 
 
-async def send_reply(send: Send, reply: Reply, accepts: PostAccepts, extra: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    """A reply as the whole response: JSON when the client takes it, else one SSE event."""
-    status = reply.error.http_status if reply.error is not None else 200
+async def send_reply(
+    send: Send,
+    reply: Reply,
+    accepts: PostAccepts,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+    *,
+    announced: str | None = None,
+) -> None:
+    """A reply as the whole response: JSON when the client takes it, else one SSE event. Its status
+    follows the rules of the version the request was read under (the reply's, else the one its
+    ``MCP-Protocol-Version`` header ``announced``; ADR 0013)."""
+    code = reply.error.mcp_code if reply.error is not None else reply.code
+    status = reply_status(reply.error, code, reply.version or announced)
     body = reply.to_bytes()
     if accepts.json:
         await respond(send, status, body, b"application/json", extra)
@@ -226,10 +236,12 @@ async def serve_http(
     *,
     on_ready: Callable[[], None],
     signals: Iterable[tuple[int, Callable[[], None]]] = (),
+    on_signal: Callable[[], None] | None = None,
     on_stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve ``app`` with uvicorn until SIGINT/SIGTERM (and call the ``signals`` handlers given);
-    in-flight requests finish first, after ``on_stop`` has ended the ones that would not."""
+    ``on_signal`` runs in the stop signal's handler, first; in-flight requests finish, after
+    ``on_stop`` has ended the ones that would not."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -248,7 +260,7 @@ async def serve_http(
             yield  # the signals are this loop's (below), not re-raised after shutdown
 
     server = Server(config)
-    with stop_on_signals(*signals) as stop:
+    with stop_on_signals(*signals, on_stop=on_signal) as stop:
         serving = asyncio.ensure_future(server.serve(sockets=[listener]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.01)

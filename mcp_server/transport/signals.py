@@ -11,12 +11,22 @@ __all__ = ["stop_on_signals"]
 
 
 @contextlib.contextmanager
-def stop_on_signals(*extra: tuple[int, Callable[[], None]]) -> Iterator[asyncio.Event]:
+def stop_on_signals(
+    *extra: tuple[int, Callable[[], None]], on_stop: Callable[[], None] | None = None
+) -> Iterator[asyncio.Event]:
     """An event set by SIGINT or SIGTERM (and other handlers given as ``(signum, callback)``),
-    installed on the running loop for the block and removed after it."""
+    installed on the running loop for the block and removed after it. ``on_stop`` runs in the
+    handler of the first of them, before anything that waits for the event wakes: what must be
+    done before a supervisor's SIGKILL can come."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    handlers = [(signal.SIGINT, stop.set), (signal.SIGTERM, stop.set), *extra]
+
+    def stopping() -> None:
+        if not stop.is_set() and on_stop is not None:
+            on_stop()
+        stop.set()
+
+    handlers = [(signal.SIGINT, stopping), (signal.SIGTERM, stopping), *extra]
     for signum, callback in handlers:
         loop.add_signal_handler(signum, callback)
     try:

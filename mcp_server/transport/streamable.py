@@ -63,17 +63,18 @@ class HttpOptions:
 
 
 class Stream:
-    """The messages a POST's response (or the session's GET stream) carries, in order: ``(raw,
-    last)`` items, ``last`` ending the response; ``None`` ends it with nothing more."""
+    """The messages a POST's response (or the session's GET stream) carries, in order: ``(reply,
+    last)`` items, ``last`` ending the response (its status is the last reply's when it is the only
+    one); ``None`` ends it with nothing more."""
 
     __slots__ = ("queue", "sse")
 
     def __init__(self, *, sse: bool = True) -> None:
         self.sse = sse
-        self.queue: asyncio.Queue[tuple[bytes, bool] | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[Reply, bool] | None] = asyncio.Queue()
 
-    def put(self, raw: bytes, *, last: bool = False) -> None:
-        self.queue.put_nowait((raw, last))
+    def put(self, reply: Reply, *, last: bool = False) -> None:
+        self.queue.put_nowait((reply, last))
 
     def end(self) -> None:
         self.queue.put_nowait(None)
@@ -242,29 +243,34 @@ class StreamableHttp:
                 extra = ((b"mcp-session-id", self._register(conversation).encode()),)
             else:
                 await conversation.close()  # it served one request without a session
-        await self._answer(send, answer, accepts, extra)
+        announced = headers.get("mcp-protocol-version")
+        await self._answer(send, answer, accepts, extra, announced)
 
     async def _answer(
-        self, send: Send, answer: Reply | Stream | None, accepts: PostAccepts, extra: tuple[tuple[bytes, bytes], ...]
+        self,
+        send: Send,
+        answer: Reply | Stream | None,
+        accepts: PostAccepts,
+        extra: tuple[tuple[bytes, bytes], ...],
+        announced: str | None,
     ) -> None:
         """The response to a POST: the reply, 202, or what comes on the stream (one JSON body when
         the reply comes first, else an SSE stream ended by the reply)."""
         if answer is None:
             return await respond(send, 202, b"", None, extra)
         if isinstance(answer, Reply):
-            return await send_reply(send, answer, accepts, extra)
+            return await send_reply(send, answer, accepts, extra, announced=announced)
         first = await answer.queue.get()
-        if first is None:
-            unavailable = Rejection(CanonicalError.UPSTREAM_UNAVAILABLE)
-            return await self.refuse(send, unavailable, extra)
-        raw, last = first
+        if first is None:  # nothing came: the request ended without an answer (its session ended)
+            return await respond(send, 202, b"", None, extra)
+        reply, last = first
         if last:
-            return await send_reply(send, Reply(raw=raw), accepts, extra)
+            return await send_reply(send, reply, accepts, extra, announced=announced)
         await _open_sse(send, extra)
-        item: tuple[bytes, bool] | None = first
+        item: tuple[Reply, bool] | None = first
         while item is not None:
-            raw, last = item
-            await send({"type": "http.response.body", "body": sse_event(raw), "more_body": not last})
+            reply, last = item
+            await send({"type": "http.response.body", "body": sse_event(reply.to_bytes()), "more_body": not last})
             if last:
                 return
             item = await answer.queue.get()
@@ -301,7 +307,7 @@ class StreamableHttp:
                 item = getting.result()
                 if item is None:
                     break
-                await send({"type": "http.response.body", "body": sse_event(item[0]), "more_body": True})
+                await send({"type": "http.response.body", "body": sse_event(item[0].to_bytes()), "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             gone.cancel()

@@ -2,7 +2,9 @@
 
 `test_*` tools, `test://` resources, `test_*` prompts, sampling, elicitation, progress, logging,
 completion and subscriptions, as each scenario's description asks. Served over STDIO (behind
-`mcp-server gateway`) or, with `--http PORT`, over Streamable HTTP (the direct baseline).
+`mcp-server gateway`) or, with `--http PORT`, over Streamable HTTP (the direct baseline). With
+`--http PORT --standalone` its sampling and elicitation requests name no request of the client's:
+they go on the session's GET stream, as a server that leaves `related_request_id` out sends them.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ WAV = base64.b64encode(
 ).decode()
 
 server = MCPServer("conformance-target", version="1.0.0")
+RELATED = "--standalone" not in sys.argv[1:]  # server requests on the calling request's own stream
 subscribed: set[str] = set()
 changing: set[asyncio.Task[None]] = set()
 
@@ -124,14 +127,19 @@ def test_error_handling() -> str:
 async def test_sampling(prompt: str, ctx: Context) -> str:
     """Asks the client's model."""
     result = await ctx.session.create_message(
-        [types.SamplingMessage(role="user", content=text(prompt))], max_tokens=100, related_request_id=ctx.request_id
+        [types.SamplingMessage(role="user", content=text(prompt))], max_tokens=100, related_request_id=_related(ctx)
     )
     content = result.content if not isinstance(result.content, list) else result.content[0]
     return f"LLM response: {getattr(content, 'text', '')}"
 
 
+def _related(ctx: Context) -> Any:
+    """The request a server request belongs to (``None``: the session's GET stream carries it)."""
+    return ctx.request_id if RELATED else None
+
+
 async def _elicit(ctx: Context, message: str, schema: dict[str, Any]) -> types.ElicitResult:
-    return await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)  # type: ignore[arg-type]
+    return await ctx.session.elicit_form(message, schema, related_request_id=_related(ctx))  # type: ignore[arg-type]
 
 
 @server.tool()

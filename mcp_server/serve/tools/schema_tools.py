@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core import jsonio
-from ...registry.corpus import Corpus, failed, safe_path, unsafe_name, validate_against
+from ...registry.corpus import Corpus, failed, safe_path, too_deep, unsafe_name, validate_against
 from . import Tool, ToolContext
 
 __all__ = ["corpus_tools"]
@@ -28,6 +28,8 @@ def example_of(corpus: Corpus, relative: str) -> dict[str, Any]:
         example = jsonio.loads(path.read_bytes())
     except (OSError, jsonio.JSONSyntaxError):
         return failed("", "not_json")
+    if jsonio.too_deep(example):
+        return too_deep("")
     name = corpus.schema_for_example(example, relative)
     verdict = validate_against(corpus, example, name)  # as validate_asset: without its $schemaRef
     if not verdict["ok"]:
