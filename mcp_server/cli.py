@@ -182,7 +182,9 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         host, port = parse_host_port(args.http, name="--http")
         settings = replace(settings, endpoint="http", http_host=host, http_port=port)
     events = _event_log(settings, args, "serve")
-    server = startup.prepare(settings, environ, events, policy_path=args.policy, tools_path=args.tools)
+    server = startup.prepare(
+        settings, environ, events, policy_path=args.policy, tools_path=args.tools, assert_formats=args.assert_formats
+    )
     _redact_logs(server.boundary.policy.redactor)
     mode = settings.endpoint
     _open_log(events, server.boundary.policy.redactor)

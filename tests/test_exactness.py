@@ -8,7 +8,6 @@ accept or a false reject, counted per version and direction. The counts are prin
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
@@ -21,13 +20,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from mcp_server import jsonio
-from mcp_server.chain import build_chain
-from mcp_server.diff import diff_documents
-from mcp_server.errors import CanonicalError
-from mcp_server.registry import SchemaRegistry
-from mcp_server.types import Direction, Frame, Reply, Session
-from mcp_server.validation import validate_definition, validate_message, validate_request
+from mcp_server.chain.boundary import render_rejection
+from mcp_server.chain.compose import build_chain
+from mcp_server.core import jsonio
+from mcp_server.core.diff import diff_documents
+from mcp_server.core.errors import CanonicalError, Rejection
+from mcp_server.core.session import Session
+from mcp_server.core.types import Direction, Frame
+from mcp_server.offline.validation import validate_definition, validate_message, validate_request
+from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import initialize_frame, server_command, server_env
 from .generate import from_schema
@@ -53,39 +54,33 @@ def _session(registry: SchemaRegistry, case: Case) -> Session:
     frame = case.frame
     stateless = case.version in registry.stateless_versions
     if not stateless:
-        session.protocol_version = case.version
+        session.negotiate(case.version)
         session.initialized = True
     if case.answers is not None and isinstance(frame, dict) and _is_request_id(frame.get("id")):
         requester = Direction(OPPOSITE[case.direction])
-        session.expect_reply(requester, frame["id"], case.answers, version=case.version if stateless else None)
+        session.expect(requester, frame["id"], case.answers, version=case.version if stateless else None)
     elif stateless and case.direction != C2S:  # a 2026-07-28 server speaks while a request of the client is open
-        session.expect_reply(Direction(C2S), "open", "subscriptions/listen", version=case.version)
+        session.expect(Direction(C2S), "open", "subscriptions/listen", version=case.version)
     return session
 
 
 def chain_verdicts(registry: SchemaRegistry, cases: Sequence[Case]) -> list[tuple[bool, Any]]:
-    """Each case through the serve chain's checks: (passed every check, the reply when refused)."""
-    reached: list[Frame] = []
-
-    async def accept(frame: Frame) -> Reply | None:
-        reached.append(frame)
-        return None
-
-    chain = build_chain(accept, registry=registry)
-
-    async def run() -> list[tuple[bool, Any]]:
-        verdicts = []
-        for case in cases:
-            before = len(reached)
-            frame = Frame(
-                raw=case.raw, transport="oracle", session=_session(registry, case), direction=Direction(case.direction)
-            )
-            reply = await chain(frame)
-            document = None if reply is None else jsonio.loads(reply.to_bytes())
-            verdicts.append((len(reached) > before, document))
-        return verdicts
-
-    return asyncio.run(run())
+    """Each case through the compiled chain of its direction, as serve and the gateway run it:
+    (passed every check, the reply its refusal renders to)."""
+    chains = {direction: build_chain(registry, Direction(direction)) for direction in (C2S, OPPOSITE[C2S])}
+    verdicts = []
+    for case in cases:
+        frame = Frame(
+            raw=case.raw, transport="oracle", session=_session(registry, case), direction=Direction(case.direction)
+        )
+        try:
+            chains[case.direction].check(frame)
+        except Rejection as rejection:
+            reply = render_rejection(rejection, registry)
+            verdicts.append((False, None if reply is None else jsonio.loads(reply.to_bytes())))
+        else:
+            verdicts.append((True, None))
+    return verdicts
 
 
 def expected_cause(spec: SpecSchema, case: Case) -> set[CanonicalError]:

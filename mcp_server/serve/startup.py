@@ -44,9 +44,11 @@ def prepare(
     *,
     policy_path: Path | None = None,
     tools_path: Path | None = None,
+    assert_formats: bool = False,
 ) -> Server:
-    """Everything ``serve`` runs, read and checked before any transport starts (``SetupError``)."""
-    registry = SchemaRegistry()
+    """Everything ``serve`` runs, read and checked before any transport starts (``SetupError``).
+    ``assert_formats``: string formats are checked (``invalid_format``) instead of annotations."""
+    registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
     corpus = load_corpus(environ, registry)
     boundary = load_boundary(
         environ,

@@ -133,3 +133,36 @@ def test_the_fast_path_and_the_stages_agree_on_a_recorded_session_and_decide_mos
         elif isinstance(slow, Message) and slow.id is not None:
             pending.pop((direction.opposite, slow.id), None)
     assert decided >= 0.95 * valid, (decided, valid)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_fast_path_and_the_stages_agree_on_the_exactness_corpus(registry: SchemaRegistry, version: str) -> None:
+    """Issue 19, proven equal on the differential corpus of issue 24 (valid frames of every type and
+    10,000 mutants per version, both directions): where the fast path decides, it decides as the
+    stages do; and it decides most of the frames the official schema accepts."""
+    from ..oracle import SpecSchema, corpus
+    from ..test_exactness import MUTANTS, SEED
+
+    spec = SpecSchema(version)
+    chains = {d: build_chain(registry, d) for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)}
+    decided = accepted = 0
+    for case in corpus(spec, seed=SEED, size=MUTANTS):
+        chain = chains[Direction(case.direction)]
+        fast, slow = both_paths(chain, case.raw, lambda session, case=case: _copy_into(session, registry, case))
+        agree(fast, slow, case.raw)
+        accepted += isinstance(slow, Message)
+        decided += fast is not None
+    assert decided >= 0.85 * accepted, (decided, accepted)  # 88 % (2026-07-28) to 99 % here
+
+
+def _copy_into(session: Session, registry: SchemaRegistry, case: Any) -> Session:
+    """``session`` prepared as the oracle prepares one for ``case`` (the version in force, the request
+    a response answers)."""
+    from ..test_exactness import _session
+
+    prepared = _session(registry, case)
+    session.negotiate(prepared.version)
+    session.initialized = prepared.initialized
+    for direction, request_id, pending in prepared.waiting():
+        session.expect(direction, request_id, pending.method, pending.tool, pending.version)
+    return session
