@@ -8,6 +8,7 @@ Usage: python bench/bench_spine.py [--quick] [--json]
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -73,25 +74,29 @@ def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=
     latencies: list[float] = []
     client, server = chains[Direction.CLIENT_TO_SERVER].check, chains[Direction.SERVER_TO_CLIENT].check
     log_frame, log_refused = (events.frame, events.refused) if events is not None else (None, None)
-    began = time.perf_counter()
-    for item in frames:
-        direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
-        start = time.perf_counter()
-        frame = Frame(raw=item.raw, transport="bench", session=session, direction=direction)
-        try:
-            message = (client if item.client else server)(frame)
-        except Rejection as rejection:
-            if log_refused is not None:
-                log_refused(frame, rejection, None, start)
-        else:
-            if message.kind is REQUEST and message.id is not None:
-                session.expect(direction, message.id, message.method, message.tool)
-            elif message.method == "initialize":
-                session.negotiate(VERSION)
-            if log_frame is not None:
-                log_frame(frame, message, None, start, "relay")
-        latencies.append(time.perf_counter() - start)
-    return len(frames) / (time.perf_counter() - began), latencies
+
+    async def drive() -> float:  # inside an event loop, as every server and gateway runs the chain
+        began = time.perf_counter()
+        for item in frames:
+            direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
+            start = time.perf_counter()
+            frame = Frame(raw=item.raw, transport="bench", session=session, direction=direction)
+            try:
+                message = (client if item.client else server)(frame)
+            except Rejection as rejection:
+                if log_refused is not None:
+                    log_refused(frame, rejection, None, start)
+            else:
+                if message.kind is REQUEST and message.id is not None:
+                    session.expect(direction, message.id, message.method, message.tool)
+                elif message.method == "initialize":
+                    session.negotiate(VERSION)
+                if log_frame is not None:
+                    log_frame(frame, message, None, start, "relay")
+            latencies.append(time.perf_counter() - start)
+        return len(frames) / (time.perf_counter() - began)
+
+    return asyncio.run(drive()), latencies
 
 
 def run_orjson(frames: list) -> tuple[float, list[float]]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
+import struct
 import subprocess
+import termios
 import threading
 import time
 from pathlib import Path
@@ -30,6 +33,14 @@ def start(tmp_path: Path, **env: str) -> subprocess.Popen[bytes]:
         stderr=subprocess.PIPE,
         env=server_env(tmp_path, **env),
     )
+
+
+F_GETPIPE_SZ = 1032  # Linux fcntl: a pipe's capacity
+
+
+def _unread(fd: int) -> int:
+    """Bytes waiting in the pipe ``fd`` reads from (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
 def wait_for(predicate: Any, what: str) -> None:
@@ -124,7 +135,10 @@ def test_a_signal_finishes_the_request_in_flight_then_exits_0(tmp_path: Path, si
         )
         assert backend.arrived.wait(WAIT), "the request never reached the backend"
         process.send_signal(signum)
-        time.sleep(0.2)  # let the signal land while the request is still held by the backend
+        assert process.stderr is not None
+        landed = f"mcp:stopping signal={signal.Signals(signum).name}".encode()
+        while landed not in (line := process.stderr.readline()):  # the signal landed while the request is held
+            assert line, "the server ended without saying it stops"
         backend.release.set()
         reply = read_reply(process)
         process.communicate(timeout=WAIT)
@@ -181,14 +195,18 @@ def test_a_writer_faster_than_the_server_waits_and_nothing_is_lost() -> None:
     async def run() -> bytes:
         read_fd, write_fd = os.pipe()
         source = start_reader(read_fd)
-        os.close(read_fd)  # the reader holds its own copy
+        capacity = fcntl.fcntl(read_fd, F_GETPIPE_SZ)
         writer = threading.Thread(target=write, args=(write_fd,), daemon=True)
         writer.start()
-        await asyncio.sleep(0.5)
+        # The events: the reader paused reading (its bound is reached), then the pipe filled, so the
+        # writer is blocked in write() and nothing more is taken in.
+        deadline = time.monotonic() + WAIT
+        while not (getattr(source, "_paused", False) and _unread(read_fd) >= capacity):
+            assert time.monotonic() < deadline, "the reader never paused: it took everything in"
+            await asyncio.sleep(0.01)
         stalled = written[0]
-        await asyncio.sleep(0.3)
-        assert written[0] == stalled, "the writer was not held back"
-        assert stalled <= 4 * 1024 * 1024 < len(expected), f"{stalled} bytes taken in without a consumer"
+        os.close(read_fd)  # the reader holds its own copy
+        assert stalled <= 4 * 1024 * 1024 + capacity < len(expected), f"{stalled} bytes taken in without a consumer"
         received = bytearray()
         while chunk := await source.get():
             received += chunk

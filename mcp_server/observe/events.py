@@ -197,25 +197,25 @@ class EventLog:
         route: str | None = None,
     ) -> None:
         """A frame the chain passed: its row (``FRAME_ROW``), once it has its reply (``None``: the
-        frame went on unanswered). ``route`` is the method that served it, or ``"relay"``."""
+        frame went on unanswered). ``route`` is the method that served it, or ``"relay"``.
+        It runs once per frame on the request path: plain reads and one tuple, nothing else."""
         end = perf_counter()
         session = frame.session
-        bytes_out, status = 0, "ok"
+        size = len(frame.raw) if frame.size is None else frame.size
+        bytes_out, status, reply_kind = size if route == "relay" else 0, "ok", None
         if reply is not None:
-            bytes_out = len(reply.to_bytes())
+            bytes_out, reply_kind = len(reply.to_bytes()), "response"
             document = reply.document
             result = document.get("result") if document is not None else None
             if type(result) is dict and result.get("isError") is True:
                 status = "tool_error"
-        size = len(frame.raw) if frame.size is None else frame.size
-        if route == "relay":
-            bytes_out = size  # passed on as it came
         kind = request_id = method = tool = version = meta = None
         if message is not None:
             kind, request_id, method, params, version, tool, _ = message
-            meta = params.get("_meta") if type(params) is dict else None
-            meta = meta if type(meta) is dict else None
-        self._put(
+            if params is not None and "_meta" in params:  # what the sender says of its trace and step
+                meta = params["_meta"] if type(params["_meta"]) is dict else None
+        rows = self._rows
+        rows.append(
             (
                 end,
                 session.log_id or self.session_id(session),
@@ -234,9 +234,15 @@ class EventLog:
                 None,
                 meta,
                 None,
-                None if reply is None else "response",
+                reply_kind,
             )
         )
+        if self._count is not None:
+            self._count(rows[-1])
+        if len(rows) >= _BATCH:
+            self._send()
+        elif self._timer is None:
+            self._send_soon()
 
     def refused(
         self, frame: Frame, rejection: Rejection, reply: Reply | None, began: float, action: str | None = None

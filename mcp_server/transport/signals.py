@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 
 __all__ = ["stop_on_signals"]
 
@@ -21,12 +23,19 @@ def stop_on_signals(
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
-    def stopping() -> None:
-        if not stop.is_set() and on_stop is not None:
-            on_stop()
+    def stopping(signum: signal.Signals) -> None:
+        if not stop.is_set():
+            sys.stderr.write(f"mcp:stopping signal={signum.name}\n")  # what an operator (or a test) waits on
+            sys.stderr.flush()
+            if on_stop is not None:
+                on_stop()
         stop.set()
 
-    handlers = [(signal.SIGINT, stopping), (signal.SIGTERM, stopping), *extra]
+    handlers = [
+        (signal.SIGINT, partial(stopping, signal.SIGINT)),
+        (signal.SIGTERM, partial(stopping, signal.SIGTERM)),
+        *extra,
+    ]
     for signum, callback in handlers:
         loop.add_signal_handler(signum, callback)
     try:
