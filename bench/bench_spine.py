@@ -179,13 +179,38 @@ def run_sdk(frames: list) -> tuple[float, list[float]]:
 _CHUNK = 1 << 16
 
 
-def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
+def serve_frames(n: int, size_mix: list[int]) -> list[bytes]:
+    """The mixed STDIO corpus: pings and ``validate_asset`` calls with text of ``size_mix`` bytes, alternating."""
+    frames = []
+    for index in range(n):
+        if index % 2:
+            frames.append(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % index)
+        else:
+            text = "x" * size_mix[index % len(size_mix)]
+            arguments = {"schema": "TextContent", "asset": {"type": "text", "text": text}}
+            call = {
+                "jsonrpc": "2.0",
+                "id": index,
+                "method": "tools/call",
+                "params": {"name": "validate_asset", "arguments": arguments},
+            }
+            frames.append(json.dumps(call).encode() + b"\n")
+    return frames
+
+
+def start_serve(root: Path = ROOT) -> tuple[subprocess.Popen[bytes], float]:
+    """``mcp-server serve`` over STDIO from the checkout at ``root``, initialized; and the seconds
+    from spawning it to its ready file."""
+    ready = Path(tempfile.gettempdir()) / f"bench-{os.getpid()}.ready"
+    ready.unlink(missing_ok=True)
     env = dict(
         os.environ,
-        PYTHONPATH=str(ROOT),
-        MCP_READY_FILE=str(Path(tempfile.gettempdir()) / f"bench-{os.getpid()}.ready"),
+        PYTHONPATH=str(root),
+        MCP_READY_FILE=str(ready),
         MCP_RUNS_DIR=str(Path(tempfile.gettempdir()) / f"bench-runs-{os.getpid()}"),
     )
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from bytecode, not compiled each start
+    began = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-m", "mcp_server", "serve"],
         stdin=subprocess.PIPE,
@@ -193,58 +218,72 @@ def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
         stderr=subprocess.DEVNULL,
         env=env,
         bufsize=0,
+        cwd=root,  # ``-m`` looks in the working directory first: it must be the checkout measured
     )
+    while not ready.exists():  # a bench, not a test: polling the file is the measurement
+        if process.poll() is not None:
+            raise RuntimeError(f"mcp-server serve from {root} exited with {process.returncode}")
+        time.sleep(0.0005)
+    to_ready = time.perf_counter() - began
     assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(
-        json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}},
-            }
-        ).encode()
-        + b"\n"
-    )
+    client = {"name": "b", "version": "1"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": client},
+    }
+    process.stdin.write(json.dumps(initialize).encode() + b"\n")
     process.stdout.readline()
     process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    frames = []
-    for index in range(n):
-        if index % 2:
-            frames.append(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % index)
-        else:
-            text = "x" * size_mix[index % len(size_mix)]
-            frames.append(
-                json.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": index,
-                        "method": "tools/call",
-                        "params": {
-                            "name": "validate_asset",
-                            "arguments": {"schema": "TextContent", "asset": {"type": "text", "text": text}},
-                        },
-                    }
-                ).encode()
-                + b"\n"
-            )
-    # The client reads and writes through buffers: unbuffered, a readline costs one system call per
-    # byte and the client, not the server, would be what the figure measures.
-    reader = os.fdopen(process.stdout.fileno(), "rb", buffering=_CHUNK, closefd=False)
-    sink = os.fdopen(process.stdin.fileno(), "wb", buffering=_CHUNK, closefd=False)
+    return process, to_ready
+
+
+def pipelined(process: subprocess.Popen[bytes], frames: list[bytes]) -> float:
+    """Frames/s of ``frames`` written by one thread while this one reads every reply. The client
+    spends its time in system calls (one write of all the frames, reads of 1 MiB counted in C): on
+    two cores it leaves the server, and the server's log writer, the CPU they need."""
+    assert process.stdin is not None and process.stdout is not None
+    data, out = b"".join(frames), process.stdout.fileno()
+    sink = process.stdin
 
     def write() -> None:
-        for frame in frames:
-            sink.write(frame)
+        sink.write(data)  # a raw pipe: one call, every byte written before it returns
         sink.flush()
 
     began = time.perf_counter()
     writer = threading.Thread(target=write)
     writer.start()
-    for _ in range(n):
-        reader.readline()
+    replies = 0
+    while replies < len(frames):
+        chunk = os.read(out, 1 << 20)
+        if not chunk:
+            raise RuntimeError("the server closed its output early")
+        replies += chunk.count(b"\n")
     elapsed = time.perf_counter() - began
     writer.join()
+    return len(frames) / elapsed
+
+
+def cpu_seconds(process: subprocess.Popen[bytes]) -> float:
+    """The process's CPU time so far (user + system), from ``/proc``."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mib(process: subprocess.Popen[bytes]) -> float:
+    """The process's peak resident set so far (``VmHWM``), in MiB."""
+    for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
+    process, _ = start_serve()
+    rate = pipelined(process, serve_frames(n, size_mix))
+    assert process.stdin is not None and process.stdout is not None
+    reader = os.fdopen(process.stdout.fileno(), "rb", buffering=_CHUNK, closefd=False)  # every reply was read
     latencies = []
     for index in range(2000):
         start = time.perf_counter()
@@ -252,7 +291,7 @@ def run_stdio(n: int, size_mix: list[int]) -> tuple[float, tuple[float, float]]:
         reader.readline()
         latencies.append(time.perf_counter() - start)
     process.communicate(b"", timeout=30)
-    return n / elapsed, percentiles(latencies)
+    return rate, percentiles(latencies)
 
 
 STARTUP = """

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 from mcp_server.registry.corpus import load_corpus  # noqa: E402
+from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 from mcp_server.serve.tools import ToolContext  # noqa: E402
 from mcp_server.serve.tools.validation_tools import validate_against, validation_tools  # noqa: E402
 

@@ -97,13 +97,14 @@ class Message(NamedTuple):
         return self.kind is MessageKind.REQUEST
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class Reply:
     """What goes on the wire for a frame: a JSON-RPC document, or bytes forwarded as they are.
 
     ``error`` names the catalogue member when the reply is a rejection, ``code`` the error code of a
     peer's error reply passed on; the HTTP transport takes its status from them and ``version``, the
-    version the request was read under.
+    version the request was read under. Not frozen: one is made per frame, and a frozen dataclass's
+    ``__init__`` costs twice as much; nothing changes a reply once made.
     """
 
     document: Mapping[str, Any] | None = None
@@ -120,7 +121,7 @@ class Reply:
         encoded = self._encoded
         if encoded is None:
             encoded = jsonio.dumps(self.document)
-            object.__setattr__(self, "_encoded", encoded)  # a cache, not a change of the reply
+            self._encoded = encoded  # a cache, not a change of the reply
         return encoded
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from inspect import isawaitable
 from typing import Any
 
 from ..core import jsonio
@@ -152,6 +153,26 @@ class ExecutionGate:
         self.approvals = approvals
         # Where each policy decision on a call is told (the event log's ``policy`` events).
         self.decisions: Callable[..., None] | None = None
+        self._plain: dict[tuple[str, bool], bool] = {}  # (tool, checked) → nothing for the gate to do
+
+    def has_nothing_to_do(self, tool: str, *, checked: bool) -> bool:
+        """Whether a call of ``tool`` needs nothing of the gate: allowed (by the chain's policy stage
+        when ``checked``, else by the policy without a look at its arguments), no approval, no limit on
+        its result, no sanitising. A plain function run so is not timed: a timeout interrupts only a
+        tool that waits, and such a tool always goes through ``run``."""
+        plain = self._plain.get((tool, checked))
+        if plain is None:
+            policy = self.policy
+            rule = policy.rule_for(tool)
+            allowed = checked or (policy.tool_denial(tool) is None and rule.max_argument_bytes is None)
+            plain = allowed and not (
+                rule.approval
+                or rule.max_result_bytes is not None
+                or "server_to_client" in policy.max_bytes
+                or policy.sanitise_results
+            )
+            self._plain[(tool, checked)] = plain
+        return plain
 
     def _decided(self, tool: str, trace: Trace, status: str, rejection: Rejection | None = None) -> None:
         if self.decisions is None:
@@ -173,7 +194,7 @@ class ExecutionGate:
         tool: str,
         arguments: Any,
         trace: Trace,
-        call: Callable[[], Awaitable[dict[str, Any]]],
+        call: Callable[[], dict[str, Any] | Awaitable[dict[str, Any]]],
         *,
         approval: bool = False,
         timeout_seconds: float | None = None,
@@ -206,15 +227,18 @@ class ExecutionGate:
                 raise
             self._decided(tool, trace, "allowed")
         timeout = rule.timeout_seconds if timeout_seconds is None else min(timeout_seconds, rule.timeout_seconds)
-        try:
-            async with asyncio.timeout(timeout):  # no task of its own: a timer on this one
-                result = await call()
-        except TimeoutError:
-            raise Rejection(
-                CanonicalError.TOOL_TIMEOUT,
-                [{"path": "", "msg": "tool_timeout"}],
-                extra={"retryable": True, "timeout_seconds": timeout},
-            ) from None
+        outcome = call()
+        if isawaitable(outcome):  # a plain function's result is there already: no timer to set
+            try:
+                async with asyncio.timeout(timeout):  # no task of its own: a timer on this one
+                    outcome = await outcome
+            except TimeoutError:
+                raise Rejection(
+                    CanonicalError.TOOL_TIMEOUT,
+                    [{"path": "", "msg": "tool_timeout"}],
+                    extra={"retryable": True, "timeout_seconds": timeout},
+                ) from None
+        result: dict[str, Any] = outcome
         if rule.max_result_bytes is not None or "server_to_client" in policy.max_bytes:
             size = len(jsonio.dumps(result))
             policy.check_result(tool, size)

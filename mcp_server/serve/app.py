@@ -6,10 +6,10 @@ Transport-free: every transport hands frames to the handler built here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from time import perf_counter
-from typing import Any
+from typing import Any, cast
 
 from .. import __version__
 from ..chain.boundary import contain, render_rejection
@@ -34,13 +34,14 @@ __all__ = ["build_server", "call_tool_result"]
 log = logging.getLogger("mcp_server")
 
 
-def call_tool_result(output: Mapping[str, Any], registry: SchemaRegistry, version: str) -> dict[str, Any]:
-    """A tool's result object as a ``CallToolResult``: structured, as text, ``isError`` = not ok."""
+def call_tool_result(output: Mapping[str, Any], structured: bool) -> dict[str, Any]:
+    """A tool's result object as a ``CallToolResult``: as text, ``isError`` = not ok, and (when the
+    version carries them) structured."""
     result: dict[str, Any] = {
         "content": [{"type": "text", "text": jsonio.dumps(output).decode()}],
         "isError": output.get("ok", True) is not True,
     }
-    if registry.protocol(version).structured_tool_results:
+    if structured:
         result["structuredContent"] = dict(output)
     return result
 
@@ -103,7 +104,8 @@ def _boundary(
             message = check(frame)
             reply = None
             if message.kind is REQUEST or message.kind is NOTIFICATION:
-                reply = await router(message, frame)
+                answer = router(message, frame)
+                reply = answer if answer is None or isinstance(answer, Reply) else await answer
             elif frame.session.peer is not None and message.document is not None:
                 frame.session.peer.deliver(message.id, message.document)  # the client's answer to our request
         except Exception as failure:
@@ -126,42 +128,11 @@ def _boundary(
 def _routes(registry: SchemaRegistry, tools: ToolSet, gate: ExecutionGate, *, checked: bool) -> dict[str, Route]:
     """Method → route: the lifecycle, ``tools/list`` and ``tools/call``, and each tool by its own name.
     ``checked``: the chain's policy stage has allowed each call already (the gate need not again)."""
-
-    async def governed(tool: Tool, arguments: Any, message: Message, frame: Frame) -> dict[str, Any]:
-        params = message.params if isinstance(message.params, Mapping) else {}
-        trace = _trace_of(frame, params)
-        elicit = _elicit(frame)
-        context = ToolContext(registry=registry, version=message.version, trace=trace, elicit=elicit)
-        return await gate.run(
-            tool.name,
-            arguments,
-            trace,
-            lambda: tool.run(arguments, context),
-            approval=tool.approval,
-            timeout_seconds=tool.timeout_seconds,
-            elicit=elicit,
-            checked=checked,
-        )
+    runner = _ToolRunner(registry, tools, gate, checked=checked)
 
     def list_tools(message: Message, frame: Frame) -> dict[str, Any]:
         assert message.version is not None
         return {"tools": tools.definitions(registry.protocol(message.version))}
-
-    async def call_tool(message: Message, frame: Frame) -> dict[str, Any]:
-        assert message.version is not None
-        params = message.params or {}
-        tool = tools.get(params.get("name", ""))
-        if tool is None:
-            raise Rejection(CanonicalError.TOOL_NOT_FOUND, [{"path": "/params/name", "msg": "tool_not_found"}])
-        output = await governed(tool, params.get("arguments", {}), message, frame)
-        result = call_tool_result(output, registry, message.version)
-        tool_io = tools.io(tool.name)
-        if tool_io is not None and registry.protocol(message.version).structured_tool_results:
-            check_tool_output(tool_io, result)  # the tool's own outputSchema, on the way back
-        return result
-
-    async def run_direct(tool: Tool, message: Message, frame: Frame) -> dict[str, Any]:
-        return await governed(tool, message.params or {}, message, frame)
 
     def cancelled(message: Message, frame: Frame) -> None:
         return None  # requests run to completion in order; nothing is left to cancel
@@ -173,8 +144,74 @@ def _routes(registry: SchemaRegistry, tools: ToolSet, gate: ExecutionGate, *, ch
         "ping": ping,
         "server/discover": partial(discover, registry=registry),
         "tools/list": list_tools,
-        "tools/call": call_tool,
+        "tools/call": runner.call_tool,
     }
     for tool in tools:
-        routes[tool.name] = partial(run_direct, tool)
+        routes[tool.name] = partial(runner.run_direct, tool)
     return routes
+
+
+class _ToolRunner:
+    """Runs the server's tools: at once when the gate has nothing to do and the tool only computes
+    (the result is there before the route returns: no coroutine, no timer), else under the gate."""
+
+    def __init__(self, registry: SchemaRegistry, tools: ToolSet, gate: ExecutionGate, *, checked: bool) -> None:
+        self.registry, self.tools, self.gate, self.checked = registry, tools, gate, checked
+        self.structured = frozenset(v for v, p in registry.protocols.items() if p.structured_tool_results)
+        self._contexts: dict[str | None, ToolContext] = {}  # per version: what a tool run at once knows
+
+    def _at_once(self, tool: Tool) -> bool:
+        return not tool.waits and self.gate.has_nothing_to_do(tool.name, checked=self.checked)
+
+    def _context(self, version: str | None) -> ToolContext:
+        context = self._contexts.get(version)
+        if context is None:
+            context = self._contexts[version] = ToolContext(registry=self.registry, version=version)
+        return context
+
+    def call_tool(self, message: Message, frame: Frame) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        params = message.params or {}
+        tool = self.tools.get(params.get("name", ""))
+        if tool is None:
+            raise Rejection(CanonicalError.TOOL_NOT_FOUND, [{"path": "/params/name", "msg": "tool_not_found"}])
+        arguments = params.get("arguments", {})
+        if self._at_once(tool):
+            return self._result(
+                tool, cast(dict[str, Any], tool.run(arguments, self._context(message.version))), message
+            )
+        return self._governed_call(tool, arguments, message, frame)
+
+    def run_direct(self, tool: Tool, message: Message, frame: Frame) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        arguments = message.params or {}
+        if self._at_once(tool):
+            return cast(dict[str, Any], tool.run(arguments, self._context(message.version)))
+        return self._governed(tool, arguments, message, frame)
+
+    async def _governed_call(self, tool: Tool, arguments: Any, message: Message, frame: Frame) -> dict[str, Any]:
+        return self._result(tool, await self._governed(tool, arguments, message, frame), message)
+
+    async def _governed(self, tool: Tool, arguments: Any, message: Message, frame: Frame) -> dict[str, Any]:
+        params = message.params if isinstance(message.params, Mapping) else {}
+        trace = _trace_of(frame, params)
+        elicit = _elicit(frame)
+        context = ToolContext(registry=self.registry, version=message.version, trace=trace, elicit=elicit)
+        return await self.gate.run(
+            tool.name,
+            arguments,
+            trace,
+            lambda: tool.run(arguments, context),
+            approval=tool.approval,
+            timeout_seconds=tool.timeout_seconds,
+            elicit=elicit,
+            checked=self.checked,
+        )
+
+    def _result(self, tool: Tool, output: Mapping[str, Any], message: Message) -> dict[str, Any]:
+        """A tool's output as a ``CallToolResult``, checked against the tool's own outputSchema where
+        the version carries structured results."""
+        structured = message.version in self.structured
+        result = call_tool_result(output, structured)
+        tool_io = self.tools.io(tool.name) if structured else None
+        if tool_io is not None:
+            check_tool_output(tool_io, result)  # the tool's own outputSchema, on the way back
+        return result

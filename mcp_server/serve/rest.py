@@ -105,9 +105,9 @@ class RestFace:
         if kind != "application/json":
             raise Rejection(CanonicalError.UNSUPPORTED_MEDIA_TYPE, [{"path": "", "msg": "content_type"}])
         body, size = await read_body(receive, headers, self.max_body_bytes)
-        if size > self.max_body_bytes:
+        if size is not None:  # the body was over the limit: not read whole
             raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE, [{"path": "", "msg": "payload_too_large"}])
-        self.gate.policy.check_size("client_to_server", size)
+        self.gate.policy.check_size("client_to_server", len(body))
         try:
             document = jsonio.loads(body)
         except jsonio.JSONSyntaxError:

@@ -15,7 +15,7 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.types import Frame, Message, MessageKind, Reply
 from ..registry.schemas import SchemaRegistry
 
-__all__ = ["Route", "Router", "complete_result"]
+__all__ = ["Route", "Router"]
 
 Route = Callable[[Message, Frame], Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None]
 
@@ -24,26 +24,17 @@ Route = Callable[[Message, Frame], Mapping[str, Any] | Awaitable[Mapping[str, An
 _RESULT_DEFAULTS: Mapping[str, Any] = MappingProxyType({"resultType": "complete", "cacheScope": "public", "ttlMs": 0})
 
 
-def complete_result(
-    registry: SchemaRegistry, version: str | None, method: str, result: Mapping[str, Any]
-) -> dict[str, Any]:
-    completed = dict(result)
-    if version is not None:
-        for field in registry.protocol(version).result_required(method):
-            if field not in completed and field in _RESULT_DEFAULTS:
-                completed[field] = _RESULT_DEFAULTS[field]
-    return completed
-
-
 class Router:
     """Method → route. A route takes the checked message and its frame and returns the ``result``
-    object (``None`` for a notification), directly or as an awaitable (only what must wait awaits)."""
+    object (``None`` for a notification), directly or as an awaitable (only what must wait awaits).
+    Calling the router answers the same way: the reply at once, or an awaitable of it."""
 
     def __init__(self, routes: Mapping[str, Route], registry: SchemaRegistry) -> None:
         self.routes: Mapping[str, Route] = MappingProxyType(dict(routes))
         self.registry = registry
+        self._added: dict[tuple[str | None, str], tuple[str, ...]] = {}  # the result fields a version requires
 
-    async def __call__(self, message: Message, frame: Frame) -> Reply | None:
+    def __call__(self, message: Message, frame: Frame) -> Reply | Awaitable[Reply | None] | None:
         kind = message.kind
         if kind is not MessageKind.REQUEST and kind is not MessageKind.NOTIFICATION:
             return None  # a response to a request of ours: already checked, nothing to answer
@@ -57,15 +48,43 @@ class Router:
             return None
         try:
             result = route(message, frame)
-            if isawaitable(result):
-                result = await result
         except Rejection as rejection:
-            if rejection.message is None:
-                rejection.message = message
+            _own(rejection, message)
             raise
-        except Exception as exc:
-            raise Rejection(CanonicalError.INTERNAL_ERROR, message=message) from exc
-        if kind is MessageKind.NOTIFICATION:
+        except Exception as failure:
+            raise Rejection(CanonicalError.INTERNAL_ERROR, message=message) from failure
+        if result is None or type(result) is dict or not isawaitable(result):
+            return self._reply(message, result)
+        return self._later(message, result)
+
+    async def _later(self, message: Message, pending: Awaitable[Mapping[str, Any] | None]) -> Reply | None:
+        try:
+            result = await pending
+        except Rejection as rejection:
+            _own(rejection, message)
+            raise
+        except Exception as failure:
+            raise Rejection(CanonicalError.INTERNAL_ERROR, message=message) from failure
+        return self._reply(message, result)
+
+    def _reply(self, message: Message, result: Mapping[str, Any] | None) -> Reply | None:
+        """The route's ``result`` as the reply, with the fields the version in force requires."""
+        if message.kind is MessageKind.NOTIFICATION:
             return None
-        completed = complete_result(self.registry, message.version, message.method, result or {})
-        return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": completed}, version=message.version)
+        version, method = message.version, message.method
+        assert method is not None
+        added = self._added.get((version, method))
+        if added is None:
+            required = () if version is None else self.registry.protocol(version).result_required(method)
+            added = self._added[(version, method)] = tuple(f for f in required if f in _RESULT_DEFAULTS)
+        result = result if type(result) is dict else dict(result or {})
+        missing = [field for field in added if field not in result]
+        if missing:
+            result = {**result, **{field: _RESULT_DEFAULTS[field] for field in missing}}
+        return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": result}, version=version)
+
+
+def _own(rejection: Rejection, message: Message) -> None:
+    """A route's own rejection answers ``message``."""
+    if rejection.message is None:
+        rejection.message = message

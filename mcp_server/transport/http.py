@@ -112,8 +112,9 @@ def accepts_event_stream(headers: Mapping[str, str]) -> bool:
     return "text/event-stream" in _media_types(headers.get("accept", ""))
 
 
-async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> tuple[bytes, int]:
-    """The body, or ``(b"", size)`` past the cap: a larger body is never held whole."""
+async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> tuple[bytes, int | None]:
+    """``(body, None)``, or ``(b"", size)`` past the cap: a larger body is never held whole (a frame's
+    ``size`` is set only when its ``raw`` holds less than came: else the chain's fast path takes it)."""
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return b"", int(declared)
@@ -130,7 +131,7 @@ async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) ->
         chunks.append(chunk)
         if not message.get("more_body", False):
             break
-    return b"".join(chunks), size
+    return b"".join(chunks), None
 
 
 def sse_event(raw: bytes) -> bytes:

@@ -132,12 +132,14 @@ class LineSplitter:
         self._dropping = False
         self._dropped = 0
 
-    def feed(self, chunk: bytes) -> list[tuple[bytes, int]]:
+    def feed(self, chunk: bytes) -> list[tuple[bytes, int | None]]:
         """The complete lines in ``chunk`` (with what came before) as ``(raw, size)`` pairs.
 
-        ``raw`` is empty when the line was over the limit; blank lines are skipped.
+        ``raw`` is empty when the line was over the limit, and ``size`` says how long it was; a line
+        within the limit has no size of its own (``None``: it is all in ``raw``, and the chain's fast
+        path takes it). Blank lines are skipped.
         """
-        lines: list[tuple[bytes, int]] = []
+        lines: list[tuple[bytes, int | None]] = []
         start = 0
         while True:
             end = chunk.find(b"\n", start)
@@ -147,9 +149,9 @@ class LineSplitter:
             self._finish(chunk[start:end], lines)
             start = end + 1
 
-    def close(self) -> list[tuple[bytes, int]]:
+    def close(self) -> list[tuple[bytes, int | None]]:
         """At end of stream: the last line, if it had no newline."""
-        lines: list[tuple[bytes, int]] = []
+        lines: list[tuple[bytes, int | None]] = []
         if self._dropping or self._buffer:
             self._finish(b"", lines)
         return lines
@@ -164,7 +166,7 @@ class LineSplitter:
             self._dropped = len(self._buffer)
             self._buffer = bytearray()
 
-    def _finish(self, segment: bytes, lines: list[tuple[bytes, int]]) -> None:
+    def _finish(self, segment: bytes, lines: list[tuple[bytes, int | None]]) -> None:
         if self._dropping:
             lines.append((b"", self._dropped + len(segment)))
             self._dropping = False
@@ -183,4 +185,4 @@ class LineSplitter:
         if len(line) > self.limit:
             lines.append((b"", len(line)))
         else:
-            lines.append((line, len(line)))
+            lines.append((line, None))

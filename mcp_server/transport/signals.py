@@ -31,7 +31,7 @@ def stop_on_signals(
                 on_stop()
         stop.set()
 
-    handlers = [
+    handlers: list[tuple[int, Callable[[], None]]] = [
         (signal.SIGINT, partial(stopping, signal.SIGINT)),
         (signal.SIGTERM, partial(stopping, signal.SIGTERM)),
         *extra,

@@ -1,13 +1,15 @@
 """The server's own tools: what `serve` lists in ``tools/list`` and runs for ``tools/call``.
 
-A tool is a name, a description and an async function from validated arguments to a result
-object; its input and output schemas live in ``schemas/tools/`` and compile through the registry.
+A tool is a name, a description and a function from validated arguments to a result object: a
+plain function when it computes, an ``async`` one when it waits (I/O, a peer); its input and
+output schemas live in ``schemas/tools/`` and compile through the registry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from inspect import iscoroutinefunction
 from types import MappingProxyType
 from typing import Any
 
@@ -27,7 +29,7 @@ class ToolContext:
     elicit: Elicit | None = None  # set when the client declared elicitation and can be asked
 
 
-ToolFunction = Callable[[Mapping[str, Any], ToolContext], Awaitable[dict[str, Any]]]
+ToolFunction = Callable[[Mapping[str, Any], ToolContext], dict[str, Any] | Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +40,10 @@ class Tool:
     run: ToolFunction
     approval: bool = False  # held for a human's approval even when the policy does not say so
     timeout_seconds: float | None = None  # tighter than the policy's timeout for this tool
+    waits: bool = field(init=False)  # ``run`` is a coroutine function: only such a tool can time out
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "waits", iscoroutinefunction(self.run))
 
 
 class ToolSet:

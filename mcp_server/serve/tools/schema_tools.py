@@ -38,10 +38,10 @@ def example_of(corpus: Corpus, relative: str) -> dict[str, Any]:
 
 
 def corpus_tools(corpus: Corpus) -> list[Tool]:
-    async def list_schemas(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def list_schemas(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         return {"ok": True, "schemas": [{"name": e.name, "version": e.version, "path": e.path} for e in corpus.entries]}
 
-    async def get_schema(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def get_schema(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         name = arguments["name"]
         if unsafe_name(name):
             return failed("/name", "invalid_path")
@@ -50,12 +50,12 @@ def corpus_tools(corpus: Corpus) -> list[Tool]:
             return NOT_FOUND
         return {"ok": True, "schema": entry.document, "version": entry.version}
 
-    async def list_examples(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def list_examples(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         component = arguments.get("component") or "all"
         chosen = [(c, p) for c, p in corpus.examples if component in ("all", "*") or c == component]
         return {"ok": True, "examples": [{"component": c, "path": p} for c, p in chosen]}
 
-    async def get_example(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def get_example(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         return example_of(corpus, arguments["path"])
 
     return [

@@ -15,14 +15,14 @@ __all__ = ["validation_tools"]
 
 
 def validation_tools(corpus: Corpus, max_batch: int) -> list[Tool]:
-    async def validate_asset(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def validate_asset(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         return validate_against(corpus, arguments.get("asset"), arguments.get("schema"))
 
-    async def validate(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def validate(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         sys.stderr.write("mcp:warning reason=deprecated_alias method=validate\n")
         return validate_against(corpus, arguments.get("asset"), arguments.get("schema"))
 
-    async def validate_many(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def validate_many(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         assets = arguments["assets"]
         if len(assets) > max_batch:
             return {"ok": False, "reason": "unsupported", "detail": "batch_too_large", "limit": max_batch}
@@ -35,7 +35,7 @@ def validation_tools(corpus: Corpus, max_batch: int) -> list[Tool]:
             results.append({"ok": True} if outcome["ok"] else {"ok": False, "errors": outcome["errors"]})
         return {"ok": True, "results": results}
 
-    async def diff_assets(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
+    def diff_assets(arguments: Mapping[str, Any], context: ToolContext) -> dict[str, Any]:
         for name in ("base", "new"):
             if jsonio.too_deep(arguments[name]):  # the patch could hold it, and could not be written back
                 return too_deep(f"/{name}")
