@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, Frame, Handler
 
-__all__ = ["MAX_HELD_OUTPUT", "Connect", "LineSplitter", "serve_ndjson"]
+__all__ = ["MAX_HELD_OUTPUT", "Connect", "LineSplitter", "Output", "serve_ndjson"]
 
 Connect = Callable[[Session, Callable[[bytes], Awaitable[None]], Callable[[], Awaitable[bool]]], None]
 """What an application attaches to a new connection's session: given how to write one frame to
@@ -27,9 +28,21 @@ for a client that reads at all). 16 MiB holds the replies to 100,000 pipelined p
 a few large results with room to spare, and stays small beside the server's own ~70 MiB."""
 
 
+class Output(Protocol):
+    """Where a connection's replies go. Writing never waits (a reply leaves at once, at the latest when
+    the loop next waits); the loop waits for ``room`` only once the writer holds ``MAX_HELD_OUTPUT``."""
+
+    def write(self, data: bytes) -> bool:
+        """``data`` on its way; ``False`` when the client is that far behind (``room`` before more).
+        Raises ``BrokenPipeError`` (or what else ended the output) once the client is gone."""
+
+    async def room(self) -> None:
+        """Until the client has read enough for more to be written (or the output ended)."""
+
+
 async def serve_ndjson(
     next_chunk: Callable[[], Awaitable[bytes]],
-    send: Callable[[bytes], Awaitable[None]],
+    output: Output,
     handler: Handler,
     *,
     transport: str,
@@ -39,14 +52,13 @@ async def serve_ndjson(
 ) -> None:
     """Frames of one connection through ``handler``, in order, replies in request order.
 
-    ``next_chunk`` returns ``b""`` at end of input; ``send`` hands a reply line to the writer, which
-    sends it at once (at the latest when the loop next waits) and makes ``send`` wait only while
-    ``MAX_HELD_OUTPUT`` is held. When ``stop`` is set the frame in flight is finished and the rest is
-    not started; a stop also ends a wait for the client (for input, or for it to read).
+    ``next_chunk`` returns ``b""`` at end of input; ``output`` takes each reply line. When ``stop`` is
+    set the frame in flight is finished and the rest is not started; a stop also ends a wait for the
+    client (for input, or for it to read).
     """
-    connection = _Connection(next_chunk, send, handler, transport, LineSplitter(max_frame_bytes), stop)
+    connection = _Connection(next_chunk, output, handler, transport, LineSplitter(max_frame_bytes), stop)
     if connect is not None:
-        connect(connection.session, lambda data: send(data + b"\n"), connection.pump)
+        connect(connection.session, connection.send_line, connection.pump)
     await connection.run()
 
 
@@ -56,13 +68,13 @@ class _Connection:
     def __init__(
         self,
         next_chunk: Callable[[], Awaitable[bytes]],
-        send: Callable[[bytes], Awaitable[None]],
+        output: Output,
         handler: Handler,
         transport: str,
         splitter: LineSplitter,
         stop: asyncio.Event,
     ) -> None:
-        self.next_chunk, self.send, self.handler = next_chunk, send, handler
+        self.next_chunk, self.output, self.handler = next_chunk, output, handler
         self.transport, self.splitter, self.stop = transport, splitter, stop
         self.session = Session()
         self.ended = False  # end of input seen while a handler waited for the client (see ``pump``)
@@ -73,16 +85,22 @@ class _Connection:
 
     async def _handle(self, chunk: bytes, *, paced: bool) -> None:
         """The chunk's complete lines, each a frame through the handler, each reply sent in turn."""
-        new, session, transport, handler, send = tuple.__new__, self.session, self.transport, self.handler, self.send
+        new, session, transport, handler = tuple.__new__, self.session, self.transport, self.handler
+        write = self.output.write
         for raw, size in self.splitter.feed(chunk) if chunk else self.splitter.close():
             reply = await handler(new(Frame, (raw, transport, session, size, CLIENT_TO_SERVER, None)))
-            if reply is not None:
+            if reply is not None and not write(reply.to_bytes() + b"\n"):
                 if paced:
                     self._client_paced()
-                await send(reply.to_bytes() + b"\n")
+                await self.output.room()
                 self.waiting = False
             if paced and self.stop.is_set():
                 return
+
+    async def send_line(self, data: bytes) -> None:
+        """One frame of the application's own to the client (a request of a server's to its client)."""
+        if not self.output.write(data + b"\n"):
+            await self.output.room()
 
     async def pump(self) -> bool:
         """Read and handle one more chunk while a handler waits for the client's answer."""

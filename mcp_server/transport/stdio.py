@@ -159,6 +159,7 @@ class ChunkWriter(asyncio.Protocol):
 
     def __init__(self) -> None:
         self._transport: CoalescingTransport | None = None
+        self._ended = True  # until connected; then when the pipe ends (``is_closing`` each write costs more)
         self._paused = False
         self._closed = asyncio.get_running_loop().create_future()
         self._room: asyncio.Future[None] | None = None
@@ -168,6 +169,7 @@ class ChunkWriter(asyncio.Protocol):
         assert isinstance(transport, asyncio.WriteTransport)
         transport.set_write_buffer_limits(high=MAX_HELD_OUTPUT)
         self._transport = CoalescingTransport(transport)
+        self._ended = False
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -179,6 +181,7 @@ class ChunkWriter(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         # A reader that left is how a pipe ends; any other error (a full disk) is the sender's to know.
         self._failure = None if isinstance(exc, ConnectionError) else exc
+        self._ended = True
         if not self._closed.done():
             self._closed.set_result(None)
         self._wake()
@@ -187,19 +190,28 @@ class ChunkWriter(asyncio.Protocol):
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
 
-    async def send(self, data: bytes) -> None:
-        """``data`` on its way to the reader; ``BrokenPipeError`` once the reader is gone (the error
-        itself when something else ended the pipe, such as a full disk under a file)."""
+    def write(self, data: bytes) -> bool:
+        """``data`` on its way to the reader; ``False`` while ``MAX_HELD_OUTPUT`` is held (``room``
+        before more). ``BrokenPipeError`` once the reader is gone (the error itself when something
+        else ended the pipe, such as a full disk under a file)."""
         transport = self._transport
-        if transport is None or transport.is_closing():
+        if self._ended or transport is None:
             raise self._failure or BrokenPipeError(errno.EPIPE, "the reader closed the pipe")
         transport.write(data)
-        while self._paused and not transport.is_closing():
+        return not self._paused
+
+    async def room(self) -> None:
+        while self._paused and not self._ended:
             self._room = asyncio.get_running_loop().create_future()
             try:
                 await self._room
             finally:
                 self._room = None
+
+    async def send(self, data: bytes) -> None:
+        """``write``, then wait while the reader is that far behind."""
+        if not self.write(data):
+            await self.room()
 
     async def close(self, stop: asyncio.Event) -> None:
         """Everything sent reaches the reader, then the pipe is closed (raises what made a write fail,
@@ -289,7 +301,7 @@ async def serve_stdio(
         try:
             await serve_ndjson(
                 source.get,
-                out.send,
+                out,
                 handler,
                 transport="stdio",
                 max_frame_bytes=max_frame_bytes,

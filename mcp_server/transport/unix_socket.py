@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import socket
 import stat
@@ -131,6 +132,24 @@ def chunks_of(reader: asyncio.StreamReader) -> Callable[[], Awaitable[bytes]]:
     return next_chunk
 
 
+class _SocketOutput:
+    """A connection's replies (``ndjson.Output``): written at once, the writer's ``drain`` awaited
+    only while ``MAX_HELD_OUTPUT`` is held for the client."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.transport = writer.transport
+
+    def write(self, data: bytes) -> bool:
+        if self.transport.is_closing():
+            raise BrokenPipeError(errno.EPIPE, "the client closed the connection")
+        self.transport.write(data)
+        return self.transport.get_write_buffer_size() < MAX_HELD_OUTPUT
+
+    async def room(self) -> None:
+        await self.writer.drain()
+
+
 async def serve_unix_socket(
     handler: Handler,
     listener: socket.socket,
@@ -142,13 +161,9 @@ async def serve_unix_socket(
     with stop_on_signals() as stop:
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            async def send(data: bytes) -> None:
-                writer.write(data)
-                await writer.drain()
-
             await serve_ndjson(
                 chunks_of(reader),
-                send,
+                _SocketOutput(writer),
                 handler,
                 transport="socket",
                 max_frame_bytes=max_frame_bytes,
