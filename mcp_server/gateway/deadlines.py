@@ -1,47 +1,52 @@
-"""Execution timeouts for tool calls relayed to the upstream: one timer per call, per the policy.
+"""How long a relayed request may wait for the upstream: one timer per request.
 
-Bookkeeping only: the gateway session says what to do when a timer fires (cancel upstream,
-answer the client, and abandon the call in its ``Session``, so a reply that comes after is late).
+Every request relayed to the upstream gets the gateway's request timeout; a ``tools/call`` under a
+policy gets its tool's timeout instead. Bookkeeping only: the gateway session says what an expiry
+does (the client answered in the upstream's place, the upstream told to stop, the request abandoned).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from ..core.types import RequestId
+from ..core.errors import CanonicalError
+from ..core.types import Message, RequestId
 from ..execution.policy import Policy
 
-__all__ = ["CallDeadlines"]
+__all__ = ["Deadlines", "Expiry"]
+
+Expiry = Callable[[Message, CanonicalError], None]
+"""What to do when a request's time is up: the request, and the error its client gets."""
 
 
-class CallDeadlines:
-    def __init__(self, policy: Policy, on_expire: Callable[[RequestId, str], None]) -> None:
+class Deadlines:
+    __slots__ = ("_timers", "on_expire", "policy", "seconds")
+
+    def __init__(self, seconds: float, policy: Policy | None, on_expire: Expiry) -> None:
+        self.seconds = seconds
         self.policy = policy
         self.on_expire = on_expire
         self._timers: dict[RequestId, asyncio.TimerHandle] = {}
 
-    def start(self, document: Mapping[str, Any] | None) -> None:
-        """A frame relayed to the upstream: a ``tools/call`` request gets its tool's timer."""
-        if document is None or document.get("method") != "tools/call" or "id" not in document:
-            return
-        params = document.get("params")
-        tool = params.get("name") if isinstance(params, Mapping) else None
-        if not isinstance(tool, str):
-            return
-        request_id = document["id"]
-        seconds = self.policy.rule_for(tool).timeout_seconds
-        self._timers[request_id] = asyncio.get_running_loop().call_later(seconds, self._fire, request_id, tool)
+    def start(self, message: Message) -> None:
+        """A request relayed to the upstream: its timer starts."""
+        request_id = message.id
+        assert request_id is not None
+        seconds, error = self.seconds, CanonicalError.UPSTREAM_TIMEOUT
+        if self.policy is not None and message.tool is not None and message.method == "tools/call":
+            seconds, error = self.policy.rule_for(message.tool).timeout_seconds, CanonicalError.TOOL_TIMEOUT
+        loop = asyncio.get_running_loop()
+        self._timers[request_id] = loop.call_later(seconds, self._fire, message, error)
 
-    def _fire(self, request_id: RequestId, tool: str) -> None:
-        self._timers.pop(request_id, None)
-        self.on_expire(request_id, tool)
+    def _fire(self, message: Message, error: CanonicalError) -> None:
+        assert message.id is not None
+        self._timers.pop(message.id, None)
+        self.on_expire(message, error)
 
-    def answered(self, document: Mapping[str, Any] | None) -> None:
-        """A reply relayed to the client: its call's timer stops."""
-        request_id = document.get("id") if document is not None and "method" not in document else None
-        timer = self._timers.pop(request_id, None) if isinstance(request_id, (str, int)) else None
+    def stop(self, request_id: RequestId | None) -> None:
+        """The request was answered (or cancelled): its timer stops."""
+        timer = self._timers.pop(request_id, None) if request_id is not None else None
         if timer is not None:
             timer.cancel()
 

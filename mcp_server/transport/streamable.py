@@ -65,12 +65,14 @@ class HttpOptions:
 class Stream:
     """The messages a POST's response (or the session's GET stream) carries, in order: ``(reply,
     last)`` items, ``last`` ending the response (its status is the last reply's when it is the only
-    one); ``None`` ends it with nothing more."""
+    one); ``None`` ends it with nothing more. ``closed``: its response is over (a GET stream whose
+    client went away takes nothing more)."""
 
-    __slots__ = ("queue", "sse")
+    __slots__ = ("closed", "queue", "sse")
 
     def __init__(self, *, sse: bool = True) -> None:
         self.sse = sse
+        self.closed = False
         self.queue: asyncio.Queue[tuple[Reply, bool] | None] = asyncio.Queue()
 
     def put(self, reply: Reply, *, last: bool = False) -> None:
@@ -311,6 +313,7 @@ class StreamableHttp:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             gone.cancel()
+            stream.closed = True
 
     async def _delete(self, send: Send, headers: Mapping[str, str]) -> None:
         try:
