@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.events import read_events
+from mcp_server.observe.events import read_events
 
 from .conftest import ROOT, initialize_frame, server_command, server_env
 from .oracle import C2S, ID, OPPOSITE, S2C, VERSIONS, Case, SpecSchema, edits, mutant

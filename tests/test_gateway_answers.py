@@ -24,7 +24,7 @@ from mcp import types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_server.errors import CanonicalError
+from mcp_server.core.errors import CanonicalError
 
 from .conftest import ROOT, initialize_frame, server_env
 from .test_gateway import BROKEN_UPSTREAM, SDK_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of

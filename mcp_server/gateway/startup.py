@@ -157,6 +157,7 @@ def run_http(
         allowed_hosts=settings.allowed_hosts,
         max_sessions=max_sessions,
         idle_seconds=idle_seconds,
+        versions=frozenset(gateway.checks.registry.versions),
     )
     serving = run_gateway_http(gateway.new_upstream, gateway.checks, options, listener, settings.runs_dir, on_ready)
     return asyncio.run(serving)

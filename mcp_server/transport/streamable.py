@@ -60,6 +60,9 @@ class HttpOptions:
     allowed_hosts: tuple[str, ...] = ()
     max_sessions: int = 1000
     idle_seconds: float = 3600.0
+    # The protocol versions the application knows: an ``MCP-Protocol-Version`` naming none of them is
+    # refused as unsupported (empty: any version other than the session's is a mismatch).
+    versions: frozenset[str] = frozenset()
 
 
 class Stream:
@@ -179,6 +182,11 @@ class StreamableHttp:
             raise Rejection(CanonicalError.UNKNOWN_SESSION)
         self._last_seen[session_id] = time.monotonic()
         announced = headers.get("mcp-protocol-version")
+        if announced is not None and self.options.versions and announced not in self.options.versions:
+            raise Rejection(
+                CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
+                [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not a known version"}],
+            )
         if announced is not None and announced != conversation.session.version:
             raise Rejection(
                 CanonicalError.HEADER_MISMATCH,
