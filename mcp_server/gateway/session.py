@@ -226,11 +226,19 @@ class GatewaySession:
             reply = render_rejection(rejection, self.checks.registry)
             handled = Handled(reply)
         if self.events is not None:
-            if action is Action.PASSED:
-                self.events.frame(frame, message, None, began, "relay")
-            else:
-                self.events.refused(frame, rejection, reply, began, action.value)
+            self._log_refused(frame, rejection, action, reply, began)
         return handled
+
+    def _log_refused(
+        self, frame: Frame, rejection: Rejection, action: Action, reply: Reply | None, began: float
+    ) -> None:
+        """A refused frame's row: its sender's answer is a reply of its own in the log; an answer in
+        place goes the other way, to the party that waited (the refused frame was not delivered)."""
+        assert self.events is not None
+        if action is Action.PASSED:
+            self.events.frame(frame, rejection.message, None, began, "relay")
+        else:
+            self.events.refused(frame, rejection, None if action is Action.ANSWERED else reply, began, action.value)
 
     async def _relay_request(self, frame: Frame, message: Message) -> Handled:
         """A client request goes upstream (its reply expected), once approved if it must be."""
@@ -375,10 +383,7 @@ class GatewaySession:
             if reply is not None:
                 await self._to_upstream(reply.to_bytes(), None)
         if self.events is not None:
-            if action is Action.PASSED:
-                self.events.frame(frame, message, None, began, "relay")
-            else:
-                self.events.refused(frame, rejection, reply, began, action.value)
+            self._log_refused(frame, rejection, action, reply, began)
 
     def _claimed(self, message: Message) -> bool:
         """The upstream's reply to a request of the gateway's own (``own``): delivered to it."""
