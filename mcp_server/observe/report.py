@@ -181,23 +181,29 @@ class ConformanceReport:
         event, applied = self.redactor.redact(event)
         event["redaction_applied"] = applied
         if self.events is not None:
-            self.events.emit(
-                "violation",
-                rule=rule,
-                direction=direction.value,
-                method=method,
-                tool_id=tool,
-                request_id=event["id"],
-                action=action,
-                status="error",
-                redaction_applied=applied,
-                error={"code": rule, "message": rule.replace("_", " "), "details": list(event["errors"])},
-                **{key: event[key] for key in ("patch", "excerpt") if key in event},
-            )
+            self._emit(event, applied)
         examples = self.examples.setdefault(rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
             examples.append(event)
         return event
+
+    def _emit(self, event: Mapping[str, Any], applied: bool) -> None:
+        """A violation as an event of the run's log (redacted as the report's example is)."""
+        assert self.events is not None
+        rule = event["rule"]
+        self.events.emit(
+            "violation",
+            rule=rule,
+            direction=event["direction"],
+            method=event["method"],
+            tool_id=event["tool"],
+            request_id=event["id"],
+            action=event["action"],
+            status="error",
+            redaction_applied=applied,
+            error={"code": rule, "message": rule.replace("_", " "), "details": list(event["errors"])},
+            **{key: event[key] for key in ("patch", "excerpt") if key in event},
+        )
 
     def ended_unanswered(
         self,
