@@ -146,9 +146,7 @@ def test_serve_gives_the_official_verdict_on_a_sample_of_client_frames(
     runs = tmp_path / "runs"
     replay_stdio(tmp_path, frames, MCP_RUNS_DIR=str(runs))
     events = [
-        e
-        for e in frame_events(runs)
-        if e["direction"] == C2S and not str(e["request_id"]).startswith("replay-sync-")
+        e for e in frame_events(runs) if e["direction"] == C2S and not str(e["request_id"]).startswith("replay-sync-")
     ]  # the log has an event per frame and direction: a reply is an event of its own
     assert len(events) == len(frames)
     judged = zip(cases, events[len(opening) :], strict=True)
