@@ -245,7 +245,7 @@ def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> tuple[flo
                     time.sleep(pause)
                 began = time.perf_counter()
                 if index == 0:
-                    await gateway.from_client(Frame(raw, "stdio", session, len(raw)))
+                    await gateway.from_client(Frame(raw, "stdio", session))
                 else:
                     await gateway.from_upstream(raw, len(raw))
                 took += time.perf_counter() - began

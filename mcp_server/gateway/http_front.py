@@ -98,6 +98,8 @@ class HttpSession:
     async def post(self, frame: Frame, accepts: PostAccepts) -> Reply | Stream | None:
         """A client frame through the gateway session: its answer, or the stream its reply comes on."""
         original = wire = None
+        if frame.size == len(frame.raw):  # a size says the body was over the limit: else the fast path
+            frame = frame._replace(size=None)
         if self.stateless:
             frame, original, wire = self._unique_id(frame)
         if wire is not None:

@@ -95,7 +95,8 @@ class NdjsonClient:
             self.ended = True
             return False
         raw, size = line
-        handled = await self.gateway.from_client(Frame(raw, self.connection.name, self.session, size))
+        size_if_drained = None if size == len(raw) else size  # a frame with a size is a drained one
+        handled = await self.gateway.from_client(Frame(raw, self.connection.name, self.session, size_if_drained))
         if handled.reply is not None:
             await self.answer(handled.reply)
         if self._held:

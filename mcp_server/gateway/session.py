@@ -344,7 +344,8 @@ class GatewaySession:
 
     async def from_upstream(self, raw: bytes, size: int) -> None:
         began = 0.0 if self.events is None else perf_counter()
-        frame = Frame(raw, "upstream", self.session, size, SERVER_TO_CLIENT)
+        # ``size`` only when ``raw`` holds less (a drained oversized frame): else the fast path.
+        frame = Frame(raw, "upstream", self.session, None if size == len(raw) else size, SERVER_TO_CLIENT)
         verdict = _check(self.outbound, frame)
         try:
             if isinstance(verdict, Message):
