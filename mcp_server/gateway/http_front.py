@@ -115,7 +115,11 @@ class HttpSession:
                 self.renamed.pop(wire, None)
             reply = handled.reply
             return reply if reply is None or original is None else _with_id(reply, reply.document, original)
-        assert relayed is not None
+        assert relayed is not None and relayed.id is not None
+        if self._closed and self.waiting.pop(relayed.id, None) is stream:  # the upstream ended meanwhile
+            self.renamed.pop(relayed.id, None)
+            unavailable = Rejection(CanonicalError.UPSTREAM_UNAVAILABLE)
+            return error_reply(unavailable, original or relayed.id, relayed.version)
         if relayed.method == "initialize":  # its reply decides whether this is a session: wait for it
             await self.gateway.readiness.initialized()
         return stream
