@@ -69,7 +69,8 @@ class HttpSession:
         self.get_stream: Stream | None = None
         self.backlog: deque[Reply] = deque()
         self.ending: str | None = None
-        self._closed = False
+        self._closed = False  # the session is over (its upstream ended, or it was closed)
+        self._stopped = False  # ``close`` ran
         self._pump: asyncio.Task[None] | None = None
         transport = "http (stateless)" if stateless else "http"
         self.gateway = GatewaySession(checks, upstream, lambda _: self, transport=transport)
@@ -254,6 +255,9 @@ class HttpSession:
     async def close(self) -> None:
         """End the session (the client ended it, it idled out, or the gateway stops): what is pending
         is settled, the upstream stopped and reaped, every stream ended."""
+        if self._stopped:
+            return  # closed already (DELETE, then the gateway's stop)
+        self._stopped = True
         if self.ending is None and not self._closed:
             self.ending = "gateway_stopped" if self._stopping() else "client_closed"
             await self.gateway.settle_all(self.ending, upstream_alive=True)

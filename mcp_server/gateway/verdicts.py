@@ -173,7 +173,8 @@ class Verdicts:
             self._notified(frame, message, tools)
         elif kind is REQUEST and message.method == "initialize" and message.params is not None:
             capabilities = message.params.get("capabilities")
-            session.negotiate(None, capabilities=capabilities if isinstance(capabilities, Mapping) else {})
+            # What the client can do (elicitation, for approvals); the version stays until the reply.
+            session.negotiate(session.version, capabilities=capabilities if isinstance(capabilities, Mapping) else {})
         elif kind is RESPONSE and message.document is not None:
             result = message.document.get("result")
             if message.method == "initialize" and isinstance(result, Mapping):
