@@ -60,8 +60,10 @@ class HttpOptions:
     allowed_hosts: tuple[str, ...] = ()
     max_sessions: int = 1000
     idle_seconds: float = 3600.0
-    # The protocol versions the application knows: an ``MCP-Protocol-Version`` naming none of them is
-    # refused as unsupported (empty: any version other than the session's is a mismatch).
+    # The versions a session's requests may name in ``MCP-Protocol-Version`` (the session's own governs
+    # the frame): the spec asks a client to send the negotiated one (SHOULD) and a server to refuse
+    # only an invalid or unsupported one (400), as a gateway's upstream does. Another version is
+    # refused as unsupported. Empty: only the session's own version is accepted (else a mismatch).
     versions: frozenset[str] = frozenset()
 
 
@@ -182,12 +184,14 @@ class StreamableHttp:
             raise Rejection(CanonicalError.UNKNOWN_SESSION)
         self._last_seen[session_id] = time.monotonic()
         announced = headers.get("mcp-protocol-version")
-        if announced is not None and self.options.versions and announced not in self.options.versions:
+        if announced is None or announced == conversation.session.version:
+            return conversation
+        if self.options.versions and announced not in self.options.versions:
             raise Rejection(
                 CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
                 [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not a known version"}],
             )
-        if announced is not None and announced != conversation.session.version:
+        if not self.options.versions:
             raise Rejection(
                 CanonicalError.HEADER_MISMATCH,
                 [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not the session's version"}],
