@@ -34,9 +34,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from fast_upstream import result_of, tool  # noqa: E402
 
 from mcp_server.core.settings import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
-from mcp_server.core.types import Direction, Frame, Session  # noqa: E402
+from mcp_server.core.types import Frame, Message, Reply  # noqa: E402
 from mcp_server.gateway.config import GatewayConfig  # noqa: E402
-from mcp_server.gateway.run import Checks, new_report, session_chain  # noqa: E402
+from mcp_server.gateway.reports import new_report  # noqa: E402
+from mcp_server.gateway.session import Checks, GatewaySession  # noqa: E402
 from mcp_server.observe.events import EventLog, EventLogSettings  # noqa: E402
 from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
@@ -185,46 +186,81 @@ def compare(
     return (med["p50"]["bare relay"] - med["p50"]["direct"]) * 1e6 if floor else added
 
 
+class _Nowhere:
+    """Both sides of an in-process gateway session: frames sent to either go nowhere."""
+
+    name = "bench"
+    ordered = True
+
+    async def open(self) -> None:
+        return None
+
+    async def frames(self):  # type: ignore[no-untyped-def]
+        return
+        yield
+
+    async def send(self, raw: bytes, about: Message | None = None) -> None:
+        return None
+
+    async def close(self) -> int:
+        return 0
+
+    def relaying(self, frame: Frame, message: Message) -> None:
+        return None
+
+    async def passed(self, reply: Reply, message: Message | None) -> None:
+        return None
+
+    def cancelled(self, request_id: object) -> None:
+        return None
+
+
 def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> tuple[float, float]:
-    """The gateway's own chain (events on, as the gateway runs it) in this process: the median µs
-    of one tools/call request plus its result, back to back and with each frame after ``pause``
-    seconds idle. The two kinds take turns in blocks of 100 calls, so both see the same load on the
-    machine; the first 10 calls of a block, still settling from the other kind, are not counted."""
+    """The gateway's own work per frame (a ``GatewaySession``'s two paths: the chain, the verdict,
+    the matching, the timers, the log on) in this process: the median µs of one tools/call request
+    plus its result, back to back and with each frame after ``pause`` seconds idle. The two kinds
+    take turns in blocks of 100 calls, so both see the same load on the machine; the first 10 calls
+    of a block, still settling from the other kind, are not counted."""
     registry, config = SchemaRegistry(), GatewayConfig()
     events = EventLog(EventLogSettings(runs_dir=Path(runs), stream="bench-chain")).open()
-    chain, _ = session_chain(
-        Checks(registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events)
-    )
-    session = Session()
+    checks = Checks(registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events)
     tools = [tool(index) for index in range(20)]
 
-    def frame(document: dict, direction: Direction) -> Frame:
-        raw = json.dumps(document).encode()
-        return Frame(raw=raw, size=len(raw), transport="stdio", session=session, direction=direction)
-
-    def exchange(request: dict) -> tuple[Frame, Frame]:
+    def exchange(request: dict) -> tuple[bytes, bytes]:
         reply = {"jsonrpc": "2.0", "id": request["id"], "result": result_of(request, tools)}
-        return frame(request, Direction.CLIENT_TO_SERVER), frame(reply, Direction.SERVER_TO_CLIENT)
+        return json.dumps(request).encode(), json.dumps(reply).encode()
 
     opening = [INITIALIZE, {"jsonrpc": "2.0", "id": "list", "method": "tools/list"}]
     calls_made = [exchange(json.loads(call(index, size))) for index in range(1, calls + 1)]
 
     async def drive() -> tuple[list[float], list[float]]:
-        for request in opening:
-            for checked in exchange(request):
-                await chain(checked)
-        spent: tuple[list[float], list[float]] = ([], [])
-        for index, (request, reply) in enumerate(calls_made):
-            idle = index // 100 % 2 == 1
+        nowhere = _Nowhere()
+        gateway = GatewaySession(checks, nowhere, lambda _: nowhere, transport="stdio")
+        session = gateway.session
+
+        async def both(request: bytes, reply: bytes, idle: bool) -> float:
             took = 0.0
-            for checked in (request, reply):
+            for index, raw in enumerate((request, reply)):
                 if idle:
                     time.sleep(pause)
                 began = time.perf_counter()
-                assert (await chain(checked)) is not None
+                if index == 0:
+                    await gateway.from_client(Frame(raw, "stdio", session))
+                else:
+                    await gateway.from_upstream(raw, len(raw))
                 took += time.perf_counter() - began
+            return took
+
+        for request in opening:
+            await both(*exchange(request), False)
+        spent: tuple[list[float], list[float]] = ([], [])
+        for index, (request, reply) in enumerate(calls_made):
+            idle = index // 100 % 2 == 1
+            took = await both(request, reply, idle)
             if index % 100 >= 10:
                 spent[idle].append(took)
+        assert not len(session), "every call was answered"
+        gateway.deadlines.close()
         return spent
 
     hot, idle = asyncio.run(drive())
@@ -251,7 +287,7 @@ def main() -> None:
     print(f"\ngateway RSS with 500 distinct tool schemas compiled: {rss:.1f} MiB (target ≤ 60)")
     calls = 500 if quick else 2000
     hot, idle = chain_per_frame(250e-6, 2 * calls, size, runs)
-    print("\nthe gateway's chain in this process, one tools/call and its result (events on), median:")
+    print("\nthe gateway's own work in this process, one tools/call and its result (events on), median:")
     print(f"  back to back: {hot:.0f} µs; each frame after 250 µs idle: {idle:.0f} µs ({idle / hot:.1f}x)")
     print(f"  floor + chain after idle: {floor + idle:.0f} µs; floor + chain back to back: {floor + hot:.0f} µs")
 

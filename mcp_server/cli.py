@@ -6,7 +6,6 @@ Set-up failures print ``mcp:error reason=setup_failed detail=...`` and exit 2.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import logging
 import os
@@ -21,10 +20,9 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port
 from .execution.redaction import Redactor
-from .registry.schemas import SchemaError, SchemaRegistry
+from .registry.schemas import SchemaError
 
 if TYPE_CHECKING:
-    from .gateway.upstream import Upstream
     from .observe.events import EventLog
 
 __all__ = ["main"]
@@ -221,90 +219,56 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
-    from .execution.boundary import load_boundary
-    from .gateway.config import GatewayConfig
-    from .gateway.upstream import HttpUpstream, StdioUpstream
+    from .gateway import startup
 
-    listen = args.listen
-    if listen.startswith("http:"):
-        from .gateway.http_front import parse_listen_url
-
-        front = "http"
-        http_listen = parse_listen_url(listen)  # a bad URL is refused before anything starts
-        if args.max_sessions <= 0 or args.idle_timeout <= 0:
-            raise SetupError("--max-sessions and --idle-timeout must be positive")
-    elif listen == "stdio" or (listen.startswith("unix:") and len(listen) > len("unix:")):
-        front = "stdio" if listen == "stdio" else "socket"
-    else:
-        raise SetupError(f"--listen must be stdio, unix:PATH or http://HOST:PORT/PATH, got {listen!r}")
-    if args.upstream and command:
-        raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
+    listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
     settings = Settings.from_env(environ)
-    registry = SchemaRegistry(assert_formats=settings.assert_formats or args.assert_formats)
-    config = GatewayConfig.load(args.config, registry, mode=args.mode)
-    boundary = load_boundary(
-        environ, registry, max_frame_bytes=settings.max_frame_bytes, policy_path=args.policy, catalogue=False
+    events = _event_log(settings, args, "gateway")
+    gateway = startup.prepare(
+        settings,
+        environ,
+        events,
+        upstream_url=args.upstream,
+        command=command,
+        config_path=args.config,
+        mode=args.mode,
+        policy_path=args.policy,
+        assert_formats=args.assert_formats,
     )
-    _redact_logs(boundary.policy.redactor)
-    if args.upstream:
-        reason = boundary.policy.outbound_denial(args.upstream, "POST")
-        if reason is not None:
-            raise SetupError(f"--upstream {args.upstream}: refused by the policy ({reason})")
-    policy = boundary.stage_policy
+    _redact_logs(gateway.redactor)
+    _open_log(events, gateway.redactor)
+    detail = {"mode": "gateway", "schemas": gateway.checks.registry.provenance}
+    events.emit("start", status="started", transport=listen.front, detail=detail)
+    ready = f"upstream={gateway.upstream_name} policy={gateway.checks.config.mode.value}"
 
-    def new_upstream() -> Upstream:
-        if args.upstream:
-            return HttpUpstream(args.upstream, max_frame_bytes=settings.max_frame_bytes)
-        return StdioUpstream(
-            command,
-            max_frame_bytes=settings.max_frame_bytes,
-            grace_seconds=config.grace_seconds,
-            redactor=boundary.policy.redactor,
-        )
+    def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
+        def said() -> None:
+            _write_ready(settings.ready_file, address)
+            _say(f"mcp:ready mode=gateway listen={where} {ready}")
 
-    upstream = new_upstream()
-    ready = f"upstream={boundary.policy.redactor.redact_text(upstream.name)[0]} policy={config.mode.value}"
-    events = _open_log(_event_log(settings, args, "gateway"), boundary.policy.redactor)
-    events.emit("start", status="started", transport=front, detail={"mode": "gateway", "schemas": registry.provenance})
-    shared: dict[str, Any] = {
-        "registry": registry,
-        "config": config,
-        "runs_dir": settings.runs_dir,
-        "policy": policy,
-        "events": events,
-    }
+        return said
+
     try:
-        if front == "stdio":
-            from .gateway.run import run_gateway
-
-            _write_ready(settings.ready_file)
-            _say(f"mcp:ready mode=gateway listen=stdio {ready}")
-            return asyncio.run(run_gateway(upstream, max_frame_bytes=settings.max_frame_bytes, **shared))
-        if front == "http":
-            return _gateway_http(args, http_listen, settings, new_upstream, ready, shared)
-        from .gateway.run import run_gateway_unix
+        if listen.front == "stdio":
+            on_ready("stdio")()
+            return startup.run_stdio(gateway)
+        if listen.front == "http":
+            listener, url = _listen_tcp(listen.host, listen.port, listen.path)
+            limits = {"max_sessions": args.max_sessions, "idle_seconds": args.idle_timeout}
+            return startup.run_http(gateway, listener, listen, on_ready(url, url), **limits)
         from .transport.unix_socket import bind_unix_socket
 
-        path = Path(listen.removeprefix("unix:"))
+        path = Path(listen.path)
         listener = bind_unix_socket(path, settings.socket_mode)
-
-        def on_ready() -> None:
-            _write_ready(settings.ready_file, str(path))
-            _say(f"mcp:ready mode=gateway listen=unix:{path} {ready}")
-
         try:
-            return asyncio.run(
-                run_gateway_unix(
-                    new_upstream, listener, max_frame_bytes=settings.max_frame_bytes, on_ready=on_ready, **shared
-                )
-            )
+            return startup.run_socket(gateway, listener, on_ready(f"unix:{path}", str(path)))
         finally:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     finally:
         with contextlib.suppress(FileNotFoundError):
             settings.ready_file.unlink()
-        events.emit("stop", status="stopped", transport=front, detail={"mode": "gateway"})
+        events.emit("stop", status="stopped", transport=listen.front, detail={"mode": "gateway"})
         events.close()
         _say("mcp:shutdown mode=gateway")
 
@@ -319,34 +283,6 @@ def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
         raise SetupError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     bound_host, bound_port = listener.getsockname()[:2]
     return listener, f"http://{'[' + bound_host + ']' if ':' in bound_host else bound_host}:{bound_port}{path}"
-
-
-def _gateway_http(
-    args: argparse.Namespace,
-    listen: tuple[str, int, str],
-    settings: Settings,
-    new_upstream: Callable[[], Upstream],
-    ready_line: str,
-    shared: Mapping[str, Any],
-) -> int:
-    """The gateway's Streamable HTTP front (``--listen http://HOST:PORT/PATH``)."""
-    from .gateway.http_front import FrontOptions, run_gateway_http
-
-    host, port, path = listen
-    listener, url = _listen_tcp(host, port, path)
-    options = FrontOptions(
-        path=path,
-        allowed_hosts=settings.allowed_hosts,
-        max_sessions=args.max_sessions,
-        idle_seconds=args.idle_timeout,
-        max_frame_bytes=settings.max_frame_bytes,
-    )
-
-    def ready() -> None:
-        _write_ready(settings.ready_file, url)
-        _say(f"mcp:ready mode=gateway listen={url} {ready_line}")
-
-    return asyncio.run(run_gateway_http(new_upstream, listener, options=options, on_ready=ready, **shared))
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.events import read_events
+from mcp_server.observe.events import read_events
 
 from .conftest import ROOT, initialize_frame, server_command, server_env
 from .oracle import C2S, ID, OPPOSITE, S2C, VERSIONS, Case, SpecSchema, edits, mutant
@@ -145,7 +145,9 @@ def test_serve_gives_the_official_verdict_on_a_sample_of_client_frames(
     frames = [json.dumps(f).encode() for f in opening] + [case.raw for case in cases]
     runs = tmp_path / "runs"
     replay_stdio(tmp_path, frames, MCP_RUNS_DIR=str(runs))
-    events = [e for e in frame_events(runs) if not str(e["request_id"]).startswith("replay-sync-")]
+    events = [
+        e for e in frame_events(runs) if e["direction"] == C2S and not str(e["request_id"]).startswith("replay-sync-")
+    ]  # the log has an event per frame and direction: a reply is an event of its own
     assert len(events) == len(frames)
     judged = zip(cases, events[len(opening) :], strict=True)
     verdicts = [(case, refused(spec, case, error_code(event))) for case, event in judged]

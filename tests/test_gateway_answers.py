@@ -24,7 +24,7 @@ from mcp import types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from mcp_server.errors import CanonicalError
+from mcp_server.core.errors import CanonicalError
 
 from .conftest import ROOT, initialize_frame, server_env
 from .test_gateway import BROKEN_UPSTREAM, SDK_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
@@ -339,6 +339,10 @@ class _Lines:
         while not any(fragment in line for line in self.seen):
             self.seen.append(self.lines.get(timeout=max(0.0, deadline - time.monotonic())))
 
+    def next(self) -> str:
+        """The next line, within the bound."""
+        return self.lines.get(timeout=WAIT)
+
 
 def test_an_http_client_that_ends_its_session_with_a_call_pending_cancels_it_upstream(tmp_path: Path) -> None:
     """Issue 18: DELETE with a request pending: the upstream gets notifications/cancelled, the report
@@ -416,3 +420,32 @@ def test_a_gateway_stopped_with_a_call_pending_answers_it_without_blaming_the_up
     report = report_of(tmp_path)
     assert "upstream_unavailable" not in report["violations"]
     assert [(entry["id"], entry["reason"]) for entry in report["unanswered"]] == [(3, "gateway_stopped")]
+
+
+def test_a_request_the_upstream_never_answers_gets_a_retryable_error_and_is_cancelled_upstream(tmp_path: Path) -> None:
+    """Issue 20: the gateway's default per-request timeout (`request_timeout_seconds`): a request the
+    upstream never answers gets the client UPSTREAM_TIMEOUT (retryable) and the upstream
+    notifications/cancelled, and the requests behind it are not held."""
+    (tmp_path / "gateway.json").write_text(json.dumps({"request_timeout_seconds": 0.5}))
+    peer = Peer(tmp_path, "--config", str(tmp_path / "gateway.json"), upstream=BROKEN_UPSTREAM)
+    handshake(peer, "2025-11-25")
+    peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert peer.process.stdout is not None and peer.process.stderr is not None and peer.process.stdin is not None
+    replies, stderr = _Lines(peer.process.stdout), _Lines(peer.process.stderr)
+    peer.send(call(3, "hang"))
+    stderr.wait_for("hanging 3")
+    peer.send(call(4, "strict", n=1))
+    behind = json.loads(replies.next())
+    assert behind["id"] == 4 and behind["result"]["content"][0]["text"] == "ok"  # not held behind the hung call
+    timed_out = json.loads(replies.next())
+    assert timed_out["id"] == 3 and timed_out["error"]["code"] == CanonicalError.UPSTREAM_TIMEOUT.mcp_code
+    assert timed_out["error"]["data"]["retryable"] is True and CanonicalError.UPSTREAM_TIMEOUT.retryable
+    stderr.wait_for('cancelled {"requestId": 3, "reason": "timeout"}')
+    peer.process.stdin.close()
+    assert peer.process.wait(WAIT) == 0
+    for lines in (replies, stderr):
+        lines.reader.join(WAIT)  # the pipe's end: read to the last line
+        lines.stream.close()
+    report = report_of(tmp_path)
+    assert report["violations"]["upstream_timeout"] == 1
+    assert report["violations_by_party"]["upstream_timeout"] == {"upstream": 1}

@@ -22,7 +22,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from mcp_server.errors import CanonicalError
+from mcp_server.core.errors import CanonicalError
 
 from .servers import serving
 from .test_gateway import SDK_UPSTREAM

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from mcp_server.core.types import Direction
 from mcp_server.registry.implication import implies
 from mcp_server.registry.schemas import SchemaRegistry
-from mcp_server.core.types import Direction
 
 DEFS: dict[str, Any] = {
     "Id": {"type": ["string", "integer"], "description": "an id"},

@@ -94,7 +94,7 @@ def _stated(params: dict[str, Any] | None, stateless: frozenset[str]) -> str | N
     """A stateless request's own version (2026-07-28 ``_meta``), when it names a stateless one."""
     meta = params.get("_meta") if params is not None else None
     version = meta.get(PROTOCOL_VERSION_META) if type(meta) is dict else None
-    return version if type(version) is str and version in stateless else None
+    return version if type(version) is str and version in stateless else None  # a list is no version (nor hashable)
 
 
 def _tables(

@@ -97,6 +97,8 @@ class CanonicalError(Enum):
     # Issue 24: a frame whose only faults are asserted ``format``s (asserting them is an option, off
     # by default: ``format`` is an annotation in the drafts the MCP schemas use).
     INVALID_FORMAT = (-32602, 400, "Invalid params: format", "validation_failed")
+    # Gateway: the upstream did not answer a relayed request within the gateway's request timeout.
+    UPSTREAM_TIMEOUT = (-32011, 504, "Upstream did not answer in time", "timeout")
 
     def __init__(
         self,
@@ -143,6 +145,7 @@ _RETRYABLE = frozenset(
         CanonicalError.TOOL_TIMEOUT,
         CanonicalError.UPSTREAM_FAILURE,
         CanonicalError.UPSTREAM_UNAVAILABLE,
+        CanonicalError.UPSTREAM_TIMEOUT,
         CanonicalError.TOO_MANY_SESSIONS,
         CanonicalError.DEPENDENCY_UNAVAILABLE,
     }
@@ -255,7 +258,8 @@ def catalogue_markdown() -> str:
     lines = [
         "# Error catalogue",
         "",
-        "Generated from `mcp_server/core/errors.py` by `python -m mcp_server.core.errors > docs/errors.md`; do not edit.",
+        "Generated from `mcp_server/core/errors.py` by `python -m mcp_server.core.errors > docs/errors.md`; "
+        "do not edit.",
         "",
         "`HTTP status` is the member's own (a refusal of the HTTP request, the REST face); the next",
         "column is the status of a Streamable HTTP response carrying it as a JSON-RPC error, up to",

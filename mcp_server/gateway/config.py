@@ -1,4 +1,4 @@
-"""Gateway configuration: the mode per direction and per tool, and rules turned off.
+"""Gateway configuration: the mode per direction and per tool, rules turned off, and the waits.
 
 Read once at start-up from a JSON or TOML file validated against
 ``schemas/gateway-config.schema.json``; a bad file is a ``SetupError`` naming the pointer.
@@ -12,8 +12,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import SetupError, read_config
+from ..core.settings import SetupError
 from ..core.types import Direction
+from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry
 
 __all__ = ["GatewayConfig", "Mode"]
@@ -34,6 +35,10 @@ class GatewayConfig:
     # How long a client frame waits for what checks it (the reply to a pending initialize, the
     # tool's schema from a tools/list) before it is checked without it.
     check_wait_seconds: float = 30.0
+    # How long a relayed request waits for the upstream's reply before the client gets a retryable
+    # error in its place and the upstream ``notifications/cancelled`` (a policy's per-tool timeout
+    # governs a ``tools/call`` instead).
+    request_timeout_seconds: float = 120.0
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -59,4 +64,5 @@ class GatewayConfig:
             rules_off=frozenset(rule for rule, on in document.get("rules", {}).items() if not on),
             grace_seconds=float(document.get("grace_seconds", 2.0)),
             check_wait_seconds=float(document.get("check_wait_seconds", 30.0)),
+            request_timeout_seconds=float(document.get("request_timeout_seconds", 120.0)),
         )

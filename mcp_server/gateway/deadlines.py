@@ -1,51 +1,81 @@
-"""Execution timeouts for tool calls relayed to the upstream: one timer per call, per the policy.
+"""How long a relayed request may wait for the upstream: one timer per request.
 
-Bookkeeping only: the gateway session says what to do when a timer fires (cancel upstream,
-answer the client, and abandon the call in its ``Session``, so a reply that comes after is late).
+Every request relayed to the upstream gets the gateway's request timeout; a ``tools/call`` under a
+policy gets its tool's timeout instead. Bookkeeping only: the gateway session says what an expiry
+does (the client answered in the upstream's place, the upstream told to stop, the request abandoned).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
-from ..core.types import RequestId
+from ..core.errors import CanonicalError
+from ..core.types import Message, RequestId
 from ..execution.policy import Policy
 
-__all__ = ["CallDeadlines"]
+__all__ = ["Deadlines", "Expiry"]
+
+_EARLY = 0.001  # seconds: a timer may fire this much before its time (the loop's clock resolution)
+
+Expiry = Callable[[Message, CanonicalError], None]
+"""What to do when a request's time is up: the request, and the error its client gets."""
 
 
-class CallDeadlines:
-    def __init__(self, policy: Policy, on_expire: Callable[[RequestId, str], None]) -> None:
+class Deadlines:
+    """The requests waiting, in one first-in-first-out table per length of wait, each table with one
+    timer for its oldest request: starting and stopping a request's clock is a dict operation, not
+    a timer of its own."""
+
+    __slots__ = ("_tables", "_timers", "on_expire", "policy", "seconds")
+
+    def __init__(self, seconds: float, policy: Policy | None, on_expire: Expiry) -> None:
+        self.seconds = seconds
         self.policy = policy
         self.on_expire = on_expire
-        self._timers: dict[RequestId, asyncio.TimerHandle] = {}
+        self._tables: dict[float, dict[RequestId, tuple[float, Message, CanonicalError]]] = {}
+        self._timers: dict[float, asyncio.TimerHandle] = {}
 
-    def start(self, document: Mapping[str, Any] | None) -> None:
-        """A frame relayed to the upstream: a ``tools/call`` request gets its tool's timer."""
-        if document is None or document.get("method") != "tools/call" or "id" not in document:
+    def start(self, message: Message) -> None:
+        """A request relayed to the upstream: its clock starts."""
+        request_id = message.id
+        assert request_id is not None
+        seconds, error = self.seconds, CanonicalError.UPSTREAM_TIMEOUT
+        if self.policy is not None and message.tool is not None and message.method == "tools/call":
+            seconds, error = self.policy.rule_for(message.tool).timeout_seconds, CanonicalError.TOOL_TIMEOUT
+        table = self._tables.get(seconds)
+        if table is None:
+            table = self._tables[seconds] = {}
+        loop = asyncio.get_running_loop()
+        due = loop.time() + seconds
+        table[request_id] = (due, message, error)
+        if seconds not in self._timers:
+            self._timers[seconds] = loop.call_at(due, self._fire, seconds)
+
+    def _fire(self, seconds: float) -> None:
+        """The oldest requests of one table whose time is up expire; the timer waits for the next."""
+        del self._timers[seconds]
+        table = self._tables[seconds]
+        loop = asyncio.get_running_loop()
+        now = loop.time() + _EARLY
+        while table:
+            request_id, (due, message, error) = next(iter(table.items()))
+            if due > now:
+                self._timers[seconds] = loop.call_at(due, self._fire, seconds)
+                return
+            del table[request_id]
+            self.on_expire(message, error)
+
+    def stop(self, request_id: RequestId | None) -> None:
+        """The request was answered (or cancelled): its clock stops."""
+        if request_id is None:
             return
-        params = document.get("params")
-        tool = params.get("name") if isinstance(params, Mapping) else None
-        if not isinstance(tool, str):
-            return
-        request_id = document["id"]
-        seconds = self.policy.rule_for(tool).timeout_seconds
-        self._timers[request_id] = asyncio.get_running_loop().call_later(seconds, self._fire, request_id, tool)
-
-    def _fire(self, request_id: RequestId, tool: str) -> None:
-        self._timers.pop(request_id, None)
-        self.on_expire(request_id, tool)
-
-    def answered(self, document: Mapping[str, Any] | None) -> None:
-        """A reply relayed to the client: its call's timer stops."""
-        request_id = document.get("id") if document is not None and "method" not in document else None
-        timer = self._timers.pop(request_id, None) if isinstance(request_id, (str, int)) else None
-        if timer is not None:
-            timer.cancel()
+        for table in self._tables.values():
+            if table.pop(request_id, None) is not None:
+                return
 
     def close(self) -> None:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self._tables.clear()

@@ -64,10 +64,10 @@ def method_key(method: str | None, kind: MessageKind | None) -> str:
 class _SessionCounts:
     """One session's share of the report."""
 
-    __slots__ = ("by_party", "frames", "id", "protocol_version", "transport", "unanswered")
+    __slots__ = ("by_party", "frames", "protocol_version", "session", "transport", "unanswered")
 
-    def __init__(self, session_id: str, transport: str) -> None:
-        self.id = session_id
+    def __init__(self, session: Session, transport: str) -> None:
+        self.session = session  # named by its id when the report is written (HTTP issues it late)
         self.transport = transport
         self.protocol_version: str | None = None
         self.frames: Counter[tuple[str, str]] = Counter()
@@ -77,7 +77,7 @@ class _SessionCounts:
     def to_document(self) -> dict[str, Any]:
         by_party = nested(self.by_party)
         return {
-            "id": self.id,
+            "id": self.session.id,
             "transport": self.transport,
             "protocol_version": self.protocol_version,
             "frames": nested(self.frames),
@@ -105,16 +105,16 @@ class ConformanceReport:
         self.by_party: Counter[tuple[str, str]] = Counter()
         self.examples: dict[str, list[dict[str, Any]]] = {}
         self.protocol_version: str | None = None
-        self.sessions: dict[str, _SessionCounts] = {}
+        self.sessions: dict[int, _SessionCounts] = {}  # by the session object (its id may change)
         self.unanswered: list[dict[str, Any]] = []
         self.unanswered_by_reason: Counter[str] = Counter()
 
     def open_session(self, session: Session, transport: str) -> None:
         """A session of the gateway begins: it gets an entry of its own."""
-        self.sessions[session.id] = _SessionCounts(session.id, transport)
+        self.sessions[id(session)] = _SessionCounts(session, transport)
 
     def _of(self, session: Session | None) -> _SessionCounts | None:
-        return None if session is None else self.sessions.get(session.id)
+        return None if session is None else self.sessions.get(id(session))
 
     def negotiated(self, session: Session, version: str | None) -> None:
         """The version a session's handshake settled on."""
@@ -181,23 +181,29 @@ class ConformanceReport:
         event, applied = self.redactor.redact(event)
         event["redaction_applied"] = applied
         if self.events is not None:
-            self.events.emit(
-                "violation",
-                rule=rule,
-                direction=direction.value,
-                method=method,
-                tool_id=tool,
-                request_id=event["id"],
-                action=action,
-                status="error",
-                redaction_applied=applied,
-                error={"code": rule, "message": rule.replace("_", " "), "details": list(event["errors"])},
-                **{key: event[key] for key in ("patch", "excerpt") if key in event},
-            )
+            self._emit(event, applied)
         examples = self.examples.setdefault(rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
             examples.append(event)
         return event
+
+    def _emit(self, event: Mapping[str, Any], applied: bool) -> None:
+        """A violation as an event of the run's log (redacted as the report's example is)."""
+        assert self.events is not None
+        rule = event["rule"]
+        self.events.emit(
+            "violation",
+            rule=rule,
+            direction=event["direction"],
+            method=event["method"],
+            tool_id=event["tool"],
+            request_id=event["id"],
+            action=event["action"],
+            status="error",
+            redaction_applied=applied,
+            error={"code": rule, "message": rule.replace("_", " "), "details": list(event["errors"])},
+            **{key: event[key] for key in ("patch", "excerpt") if key in event},
+        )
 
     def ended_unanswered(
         self,

@@ -60,17 +60,24 @@ class HttpOptions:
     allowed_hosts: tuple[str, ...] = ()
     max_sessions: int = 1000
     idle_seconds: float = 3600.0
+    # The versions a session's requests may name in ``MCP-Protocol-Version`` (the session's own governs
+    # the frame): the spec asks a client to send the negotiated one (SHOULD) and a server to refuse
+    # only an invalid or unsupported one (400), as a gateway's upstream does. Another version is
+    # refused as unsupported. Empty: only the session's own version is accepted (else a mismatch).
+    versions: frozenset[str] = frozenset()
 
 
 class Stream:
     """The messages a POST's response (or the session's GET stream) carries, in order: ``(reply,
     last)`` items, ``last`` ending the response (its status is the last reply's when it is the only
-    one); ``None`` ends it with nothing more."""
+    one); ``None`` ends it with nothing more. ``closed``: its response is over (a GET stream whose
+    client went away takes nothing more)."""
 
-    __slots__ = ("queue", "sse")
+    __slots__ = ("closed", "queue", "sse")
 
     def __init__(self, *, sse: bool = True) -> None:
         self.sse = sse
+        self.closed = False
         self.queue: asyncio.Queue[tuple[Reply, bool] | None] = asyncio.Queue()
 
     def put(self, reply: Reply, *, last: bool = False) -> None:
@@ -177,7 +184,14 @@ class StreamableHttp:
             raise Rejection(CanonicalError.UNKNOWN_SESSION)
         self._last_seen[session_id] = time.monotonic()
         announced = headers.get("mcp-protocol-version")
-        if announced is not None and announced != conversation.session.version:
+        if announced is None or announced == conversation.session.version:
+            return conversation
+        if self.options.versions and announced not in self.options.versions:
+            raise Rejection(
+                CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
+                [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not a known version"}],
+            )
+        if not self.options.versions:
             raise Rejection(
                 CanonicalError.HEADER_MISMATCH,
                 [{"path": "", "msg": f"MCP-Protocol-Version {announced!r} is not the session's version"}],
@@ -311,6 +325,7 @@ class StreamableHttp:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             gone.cancel()
+            stream.closed = True
 
     async def _delete(self, send: Send, headers: Mapping[str, str]) -> None:
         try:

@@ -11,10 +11,11 @@ from hypothesis import HealthCheck, given, settings
 
 from mcp_server.chain.compose import Chain, build_chain
 from mcp_server.core import jsonio
-from mcp_server.core.errors import Rejection
+from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.session import Session
 from mcp_server.core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Frame, Message
 from mcp_server.registry.schemas import SchemaRegistry, ToolIO
+from mcp_server.registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META
 
 from ..conftest import ROOT
 from ..test_validation import VERSIONS, frames_for
@@ -166,3 +167,18 @@ def _copy_into(session: Session, registry: SchemaRegistry, case: Any) -> Session
     for direction, request_id, pending in prepared.waiting():
         session.expect(direction, request_id, pending.method, pending.tool, pending.version)
     return session
+
+
+@pytest.mark.parametrize("stated", [[None], {"version": "2026-07-28"}, 20260728])
+def test_a_request_stating_a_version_that_is_no_string_is_refused_by_the_stages_never_an_internal_error(
+    registry: SchemaRegistry, stated: Any
+) -> None:
+    """Issue 24 (the exactness oracle through the gateway): a 2026-07-28 `_meta` version that is a
+    list or an object is no version (and no key of a table): the fast path leaves the frame to the
+    stages, which refuse it as the schema does."""
+    chain = build_chain(registry, CLIENT_TO_SERVER)
+    params = {"_meta": {PROTOCOL_VERSION_META: stated, CLIENT_CAPABILITIES_META: {}}}
+    raw = jsonio.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params})
+    fast, slow = both_paths(chain, raw, lambda session: session)
+    assert fast is None
+    assert isinstance(slow, Rejection) and slow.error is not CanonicalError.INTERNAL_ERROR

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 
-
 STATELESS_LIST = {"tools": [], "resultType": "complete", "cacheScope": "public", "ttlMs": 0}
 
 

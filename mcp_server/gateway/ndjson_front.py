@@ -1,0 +1,212 @@
+"""The gateway's NDJSON fronts: one client on STDIO, or one per Unix socket connection, each with an
+upstream of its own, in one gateway session.
+
+The client's frames are handled in the order it sent them, and the gateway's own answers never go
+ahead of the upstream's replies to earlier requests. No request is left unanswered: when the
+upstream ends first, every request still pending gets ``UPSTREAM_UNAVAILABLE`` and the gateway exits
+non-zero; when the client ends its input, the upstream has the grace period to answer what is
+pending, the rest is cancelled upstream, and the upstream is stopped and reaped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..core.session import Session
+from ..core.settings import SetupError
+from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply, RequestId
+from ..execution.peer import PeerChannel
+from ..transport.connection import Connection, NdjsonConnection
+from ..transport.signals import stop_on_signals
+from ..transport.stdio import open_writer, start_reader
+from ..transport.unix_socket import accept_until_stopped, chunks_of
+from .reports import final_report, publish
+from .session import Checks, GatewaySession
+
+__all__ = ["NdjsonClient", "run_socket", "run_stdio"]
+
+log = logging.getLogger("mcp_server.gateway")
+
+
+class NdjsonClient:
+    """The client's side of an NDJSON session: the replies a client reads in request order.
+
+    An answer the gateway makes itself waits until the upstream's replies to that client's earlier
+    requests are delivered; what the upstream sends passes at once, in the upstream's own order.
+    """
+
+    ordered = True
+
+    def __init__(self, checks: Checks, upstream: Connection, connection: NdjsonConnection) -> None:
+        self.connection = connection
+        self._frames = connection.frames()
+        self._held: deque[tuple[frozenset[RequestId], bytes]] = deque()
+        self.gateway = GatewaySession(checks, upstream, lambda _: self, transport=connection.name)
+        self.session: Session = self.gateway.session
+        self.ended = False
+
+    def relaying(self, frame: Frame, message: Message) -> None:
+        return None
+
+    def cancelled(self, request_id: RequestId) -> None:
+        return None
+
+    def asker(self, message: Message) -> PeerChannel:
+        return PeerChannel(self.connection.send, self.pump)  # the client's answer is read meanwhile
+
+    async def passed(self, reply: Reply, message: Message | None) -> None:
+        """A frame of the upstream's (or an answer in its place): written now, then what it held back."""
+        await self.connection.send(reply.to_bytes())
+        if self._held:
+            await self.flush()
+
+    async def answer(self, reply: Reply) -> None:
+        """One of the gateway's own answers: held behind the client's requests pending upstream (the
+        gateway's own requests excepted)."""
+        own = self.gateway.own
+        earlier = frozenset(
+            request_id for _, request_id, _ in self.session.waiting(CLIENT_TO_SERVER) if not own.owns(request_id)
+        )
+        if earlier or self._held:
+            self._held.append((earlier, reply.to_bytes()))
+        else:
+            await self.connection.send(reply.to_bytes())
+
+    async def flush(self, *, everything: bool = False) -> None:
+        """Write the held answers whose earlier requests are settled (all of them: ``everything``)."""
+        session = self.session
+        while self._held and (
+            everything or not any(session.peek(CLIENT_TO_SERVER, key) is not None for key in self._held[0][0])
+        ):
+            await self.connection.send(self._held.popleft()[1])
+
+    async def pump(self) -> bool:
+        """Read and handle one more client frame; ``False`` at end of input."""
+        line = await anext(self._frames, None)
+        if line is None:
+            self.ended = True
+            return False
+        raw, size = line
+        handled = await self.gateway.from_client(Frame(raw, self.connection.name, self.session, size))
+        if handled.reply is not None:
+            await self.answer(handled.reply)
+        if self._held:
+            await self.flush()  # a cancellation settles a request an answer may wait behind
+        return True
+
+    async def _from_client(self) -> None:
+        while not self.ended and await self.pump():
+            pass
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Both directions until either side ends (or ``stop``); the exit status (non-zero: the
+        upstream went away first)."""
+        gateway = self.gateway
+        await gateway.start()
+        client_task = asyncio.ensure_future(self._from_client())
+        upstream_task = asyncio.ensure_future(gateway.pump_upstream())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({client_task, upstream_task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        gone = upstream_task.done() and not client_task.done()
+        if gone:  # nobody will answer what the client waits for
+            await gateway.settle_all("upstream_gone", upstream_alive=False)
+        elif client_task.done() and not stopping.done():
+            await self._grace(upstream_task, stopping)
+            await gateway.settle_all("client_closed", upstream_alive=not upstream_task.done())
+        else:
+            await gateway.settle_all("gateway_stopped", upstream_alive=not upstream_task.done())
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.flush(everything=True)
+        closing: asyncio.Future[int | None] | None = None
+        if client_task.done() and not upstream_task.done() and not stopping.done():
+            # The client has said all it will (it closed its input). The upstream gets the same end of
+            # input and exits; what it still sends reaches the client. Bounded: close() escalates.
+            closing = asyncio.ensure_future(gateway.upstream.close())
+            await asyncio.wait({upstream_task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (client_task, upstream_task, stopping):
+            task.cancel()
+        exit_code = await gateway.close_upstream(closing)
+        log.info("upstream exited with %s", exit_code)
+        if gone and exit_code:
+            return exit_code if 0 < exit_code < 126 else 1
+        return 1 if gone else 0
+
+    async def _grace(self, upstream_task: asyncio.Future[Any], stopping: asyncio.Future[Any]) -> None:
+        """The client ended its input: the upstream, its input still open, has the grace period to
+        answer what is pending (a client that pipes its requests in still reads the replies)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.gateway.checks.config.grace_seconds
+        heard = self.gateway.heard
+        while any(True for _ in self.session.waiting(CLIENT_TO_SERVER)) and not (
+            upstream_task.done() or stopping.done()
+        ):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            heard.clear()
+            waiting = asyncio.ensure_future(heard.wait())
+            await asyncio.wait(
+                {waiting, upstream_task, stopping}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+            waiting.cancel()
+
+
+async def run_stdio(
+    upstream: Connection, checks: Checks, runs_dir: Path, *, stdin_fd: int = 0, stdout_fd: int = 1
+) -> int:
+    """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
+    report = checks.report
+    writer = await open_writer(stdout_fd)  # the client's side of STDIO: JSON-RPC frames only, one per line
+
+    async def write(data: bytes) -> None:
+        with contextlib.suppress(BrokenPipeError):  # the client closed stdout: what it would read is dropped
+            await writer.send(data)
+
+    client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=checks.max_frame_bytes)
+    usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
+    with stop_on_signals(usr1, on_stop=final_report(report, runs_dir)) as stop:
+        try:
+            return await NdjsonClient(checks, upstream, client).run(stop)
+        finally:
+            publish(report, runs_dir)
+            await writer.close(stop)
+
+
+async def run_socket(
+    new_upstream: Callable[[], Connection],
+    listener: socket.socket,
+    checks: Checks,
+    runs_dir: Path,
+    *,
+    on_ready: Callable[[], None] = lambda: None,
+) -> int:
+    """Clients on a Unix socket: each connection is its own session with its own upstream (a
+    STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
+    report = checks.report
+    usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
+    with stop_on_signals(usr1, on_stop=final_report(report, runs_dir)) as stop:
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            async def write(data: bytes) -> None:
+                writer.write(data)
+                await writer.drain()
+
+            client = NdjsonConnection(chunks_of(reader), write, name="socket", max_frame_bytes=checks.max_frame_bytes)
+            try:
+                await NdjsonClient(checks, new_upstream(), client).run(stop)
+            except SetupError as exc:
+                log.error("upstream: %s", exc)
+
+        try:
+            await accept_until_stopped(listener, connection, stop=stop, on_ready=on_ready)
+        finally:
+            publish(report, runs_dir)
+    return 0

@@ -1,0 +1,163 @@
+"""``mcp-server gateway``: what a gateway run is made of (the schemas, its configuration and policy,
+how each session's upstream is made, the report) and how each front runs it. The command line gives
+the settings and the event log; nothing here parses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+from ..core.settings import Settings, SetupError
+from ..execution.boundary import load_boundary
+from ..execution.redaction import Redactor
+from ..observe.events import EventLog
+from ..registry.schemas import SchemaRegistry
+from ..transport.connection import Connection
+from .config import GatewayConfig
+from .reports import new_report
+from .session import Checks
+
+__all__ = ["Gateway", "Listen", "parse_listen", "prepare", "run_http", "run_socket", "run_stdio"]
+
+_LISTEN_FORMS = "stdio, unix:PATH or http://HOST:PORT/PATH"
+
+
+class Listen(NamedTuple):
+    """Where clients connect: ``front`` is ``stdio``, ``socket`` (``path``) or ``http`` (``host``,
+    ``port``, ``path``)."""
+
+    front: str
+    path: str = ""
+    host: str = ""
+    port: int = 0
+
+
+def parse_listen(value: str) -> Listen:
+    """``stdio``, ``unix:PATH`` or ``http://HOST:PORT[/PATH]`` (the path defaults to ``/mcp``)."""
+    if value == "stdio":
+        return Listen("stdio")
+    if value.startswith("unix:") and len(value) > len("unix:"):
+        return Listen("socket", value.removeprefix("unix:"))
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        port, parts = None, None
+    if parts is None or parts.scheme != "http" or not parts.hostname or port is None or parts.query:
+        raise SetupError(f"--listen must be {_LISTEN_FORMS}, got {value!r}")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return Listen("http", parts.path.rstrip("/") or "/mcp", host, port)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gateway:
+    """Everything a gateway run needs, read and checked before any front starts (``SetupError``)."""
+
+    settings: Settings
+    checks: Checks
+    new_upstream: Callable[[], Connection]
+    upstream_name: str  # redacted: for the ready line
+    redactor: Redactor
+
+
+def prepare(
+    settings: Settings,
+    environ: Mapping[str, str],
+    events: EventLog,
+    *,
+    upstream_url: str | None,
+    command: Sequence[str],
+    config_path: Path | None = None,
+    mode: str | None = None,
+    policy_path: Path | None = None,
+    assert_formats: bool = False,
+) -> Gateway:
+    if upstream_url and command:
+        raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
+    registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
+    config = GatewayConfig.load(config_path, registry, mode=mode)
+    limit = settings.max_frame_bytes
+    boundary = load_boundary(environ, registry, max_frame_bytes=limit, policy_path=policy_path, catalogue=False)
+    redactor = boundary.policy.redactor
+    if upstream_url:
+        reason = boundary.policy.outbound_denial(upstream_url, "POST")
+        if reason is not None:
+            raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
+    new_upstream = _upstreams(upstream_url, command, limit, config.grace_seconds, redactor)
+    name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
+    policy = boundary.stage_policy
+    report = new_report(name, config, policy, events)
+    checks = Checks(registry, config, report, limit, policy, events)
+    return Gateway(
+        settings=settings,
+        checks=checks,
+        new_upstream=new_upstream,
+        upstream_name=redactor.redact_text(name)[0],
+        redactor=redactor,
+    )
+
+
+def _upstreams(
+    url: str | None, command: Sequence[str], limit: int, grace_seconds: float, redactor: Redactor
+) -> Callable[[], Connection]:
+    """How each session's upstream is made: a Streamable HTTP client, or a child process of its own."""
+
+    def new_upstream() -> Connection:
+        if url:
+            from ..transport.http_client import HttpClient  # the HTTP client stack, only when used
+
+            return HttpClient(url, max_frame_bytes=limit)
+        from ..transport.child_process import ChildProcess
+
+        return ChildProcess(
+            command, max_frame_bytes=limit, grace_seconds=grace_seconds, redact=lambda t: redactor.redact_text(t)[0]
+        )
+
+    return new_upstream
+
+
+def run_stdio(gateway: Gateway) -> int:
+    from .ndjson_front import run_stdio as serve
+
+    return asyncio.run(serve(gateway.new_upstream(), gateway.checks, gateway.settings.runs_dir))
+
+
+def run_socket(gateway: Gateway, listener: socket.socket, on_ready: Callable[[], None]) -> int:
+    from .ndjson_front import run_socket as serve
+
+    checks, runs_dir = gateway.checks, gateway.settings.runs_dir
+    return asyncio.run(serve(gateway.new_upstream, listener, checks, runs_dir, on_ready=on_ready))
+
+
+def run_http(
+    gateway: Gateway,
+    listener: socket.socket,
+    listen: Listen,
+    on_ready: Callable[[], None],
+    *,
+    max_sessions: int,
+    idle_seconds: float,
+) -> int:
+    """The Streamable HTTP front (the HTTP stack is imported only here)."""
+    from ..transport.streamable import HttpOptions
+    from .http_front import run_gateway_http
+
+    settings = gateway.settings
+    if max_sessions <= 0 or idle_seconds <= 0:
+        raise SetupError("--max-sessions and --idle-timeout must be positive")
+    options = HttpOptions(
+        max_frame_bytes=settings.max_frame_bytes,
+        path=listen.path,
+        allowed_hosts=settings.allowed_hosts,
+        max_sessions=max_sessions,
+        idle_seconds=idle_seconds,
+        versions=frozenset(gateway.checks.registry.versions),
+    )
+    serving = run_gateway_http(gateway.new_upstream, gateway.checks, options, listener, settings.runs_dir, on_ready)
+    return asyncio.run(serving)

@@ -1,0 +1,259 @@
+"""What the gateway does with a frame the chain refused (enforce or observe, per direction and tool),
+and what a passing frame teaches it (the negotiated version, the upstream's tools, cancellations).
+
+Decisions and bookkeeping only, no I/O: the gateway session carries them out. A violation is counted
+in the report (and, with a log, an event) once, here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+from ..chain.boundary import render_rejection
+from ..core import jsonio
+from ..core.errors import CanonicalError, Rejection
+from ..core.session import Session
+from ..core.types import (
+    CLIENT_TO_SERVER,
+    ERROR_RESPONSE,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    SERVER_TO_CLIENT,
+    Frame,
+    Message,
+    Reply,
+    RequestId,
+)
+from ..observe.report import ConformanceReport
+from ..registry.schemas import SchemaRegistry
+from ..registry.tools import UpstreamTools
+from ..registry.versions import stated_version
+from .config import GatewayConfig, Mode
+
+__all__ = ["POLLUTION", "Action", "Verdicts", "emit", "stand_in_answer"]
+
+log = logging.getLogger("mcp_server.gateway")
+
+POLLUTION = "upstream_stdout_pollution"
+# What the upstream wrote that is not a JSON-RPC message at all is never delivered, in any mode.
+_NOT_JSON_RPC = frozenset({CanonicalError.PARSE_ERROR, CanonicalError.INVALID_ENVELOPE})
+
+
+class Action(StrEnum):
+    """What becomes of a refused frame (the value is the event log's ``action``)."""
+
+    LATE = "late"  # the reply to a request settled already (cancelled, timed out): dropped, not wrong
+    QUARANTINED = "quarantined"  # upstream output that is no JSON-RPC at all: never delivered
+    PASSED = "passed"  # its rule is off: it goes on as if valid, uncounted
+    OBSERVED = "observed"  # observe mode: it goes on, counted
+    ANSWERED = "answered"  # a refused reply: the party waiting for it is answered in its place
+    ENFORCED = "enforced"  # refused: its sender is answered (a request) or nothing (anything else)
+
+
+def emit(event: Mapping[str, Any]) -> None:
+    log.warning("violation %s", jsonio.dumps(event).decode())
+
+
+def stand_in_answer(
+    registry: SchemaRegistry, rejection: Rejection, request_id: RequestId, method: str | None, version: str | None
+) -> Reply:
+    """The answer the gateway gives in a peer's place to the request ``request_id`` (of ``method``,
+    read under ``version``): ``rejection`` rendered as that version prescribes."""
+    rejection.message = Message(REQUEST, request_id, method, version=version)
+    rendered = render_rejection(rejection, registry)
+    assert rendered is not None  # a request is always answered
+    return rendered
+
+
+def _answerable(message: Message | None, frame: Frame) -> bool:
+    """A refused reply whose request is known: the party waiting for it can be answered in its place."""
+    if message is None or message.id is None:
+        return False
+    return message.method is not None or frame.session.peek(frame.direction.opposite, message.id) is not None
+
+
+class Verdicts:
+    """One gateway run's decisions: its configuration, its report, its schemas."""
+
+    __slots__ = ("config", "registry", "report")
+
+    def __init__(self, config: GatewayConfig, report: ConformanceReport, registry: SchemaRegistry) -> None:
+        self.config = config
+        self.report = report
+        self.registry = registry
+
+    def judge(self, frame: Frame, rejection: Rejection) -> Action:
+        """The action for a refused frame, counted in the report (a violation unless late, passed)."""
+        message, session, direction = rejection.message, frame.session, frame.direction
+        kind = None if message is None else message.kind
+        self.report.frame(direction, message.method if message is not None else "(not json-rpc)", kind, session)
+        error = rejection.error
+        if (
+            error is CanonicalError.UNKNOWN_RESPONSE_ID
+            and message is not None
+            and message.id is not None
+            and session.late(direction.opposite, message.id)
+        ):
+            return Action.LATE
+        if direction is SERVER_TO_CLIENT and error in _NOT_JSON_RPC:
+            excerpt = frame.raw[:200].decode("utf-8", "replace")
+            emit(
+                self.report.violation(
+                    POLLUTION, direction=direction, action="quarantined", excerpt=excerpt, session=session
+                )
+            )
+            return Action.QUARANTINED
+        if not self.config.rule_on(error.slug):
+            return Action.PASSED
+        tool = None if message is None else message.tool
+        observe = (
+            self.config.mode_for(direction, tool) is Mode.OBSERVE
+            and error is not CanonicalError.PAYLOAD_TOO_LARGE
+            and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
+        )
+        action = Action.OBSERVED if observe else Action.ENFORCED
+        self.violation(error.slug, frame, message, rejection.errors, action)
+        if action is Action.ENFORCED and (kind is RESPONSE or kind is ERROR_RESPONSE) and _answerable(message, frame):
+            return Action.ANSWERED
+        return action
+
+    def violation(
+        self, rule: str, frame: Frame, message: Message | None, errors: Any = (), action: str = "enforced"
+    ) -> None:
+        """A rule broken by the sender of ``frame`` (as far as ``message`` says what it was)."""
+        kind = method = tool = request_id = None
+        if message is not None:
+            kind, request_id, method, tool = message.kind, message.id, message.method, message.tool
+        emit(
+            self.report.violation(
+                rule,
+                direction=frame.direction,
+                method=method,
+                tool=tool,
+                request_id=request_id,
+                errors=errors,
+                action=action,
+                kind=kind,
+                session=frame.session,
+            )
+        )
+
+    def in_place(self, frame: Frame, rejection: Rejection) -> tuple[Message, Reply]:
+        """A refused reply: the request it answers is settled, and the party that waits for it (the
+        client for the upstream's reply, the upstream for the client's) gets an error for the same
+        id naming the violation (``data.rule``). Returns the request answered and the answer."""
+        message = rejection.message
+        assert message is not None and message.id is not None
+        method, tool, version = message.method, message.tool, message.version
+        pending = frame.session.settle(frame.direction.opposite, message.id)
+        if method is None and pending is not None:
+            method, tool = pending.method, pending.tool
+        if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT or rejection.extra.get("policy_violation"):
+            member = rejection.error  # said as such: a tool's output, or a reply the policy refused
+        elif frame.direction is SERVER_TO_CLIENT:
+            member = CanonicalError.UPSTREAM_INVALID_REPLY
+        else:
+            member = CanonicalError.CLIENT_INVALID_REPLY
+        extra = {**rejection.extra, "rule": rejection.error.slug}
+        answer = stand_in_answer(
+            self.registry, Rejection(member, rejection.errors, extra=extra), message.id, method, version
+        )
+        return Message(ERROR_RESPONSE, message.id, method, version=version, tool=tool), answer
+
+    def learn(self, frame: Frame, message: Message, tools: UpstreamTools) -> Frame:
+        """What a passing frame settles: the handshake's version and the client's capabilities, a
+        cancellation, the upstream's tools (a ``tools/list`` result whose invalid tools enforce mode
+        drops comes back as a new frame: the one case where the gateway changes a frame)."""
+        kind, session = message.kind, frame.session
+        if kind is NOTIFICATION:
+            self._notified(frame, message, tools)
+        elif kind is REQUEST and message.method == "initialize" and message.params is not None:
+            capabilities = message.params.get("capabilities")
+            # What the client can do (elicitation, for approvals); the version stays until the reply.
+            session.negotiate(session.version, capabilities=capabilities if isinstance(capabilities, Mapping) else {})
+        elif kind is RESPONSE and message.document is not None:
+            result = message.document.get("result")
+            if message.method == "initialize" and isinstance(result, Mapping):
+                version = result.get("protocolVersion")
+                session.negotiate(version if isinstance(version, str) else None)
+                self.report.negotiated(session, session.version)
+            elif message.method == "tools/list" and isinstance(result, Mapping):
+                return self._learn_tools(frame, message, result, tools)
+        return frame
+
+    def mixed_versions(self, session: Session, message: Message) -> Rejection | None:
+        """A request stating a version other than its session's (2026-07-28 ``_meta`` in a session)."""
+        if message.kind is not REQUEST or session.version is None or message.params is None:
+            return None
+        stated = stated_version(message.params)
+        if stated is None or stated == session.version:
+            return None
+        errors = [{"path": "/params/_meta", "msg": f"{stated} in a {session.version} session"}]
+        return Rejection(CanonicalError.MIXED_PROTOCOL_VERSIONS, errors, message=message)
+
+    def _notified(self, frame: Frame, message: Message, tools: UpstreamTools) -> None:
+        """A peer cancels a request it sent (spec basic/utilities/cancellation): settled, not a
+        violation, and its reply, should it still come, is late. The upstream's tools changed: a tool
+        not listed may be new."""
+        if message.method == "notifications/tools/list_changed" and frame.direction is SERVER_TO_CLIENT:
+            tools.complete = False
+            return
+        params = message.params
+        cancelled = params.get("requestId") if message.method == "notifications/cancelled" and params else None
+        if not isinstance(cancelled, str | int) or isinstance(cancelled, bool):
+            return
+        pending = frame.session.abandon(frame.direction, cancelled)
+        if pending is not None:
+            reason = "client_cancelled" if frame.direction is CLIENT_TO_SERVER else "upstream_cancelled"
+            self.report.ended_unanswered(
+                frame.session, frame.direction, cancelled, pending.method, reason, pending.tool
+            )
+
+    def _learn_tools(self, frame: Frame, message: Message, result: Mapping[str, Any], tools: UpstreamTools) -> Frame:
+        outcome = tools.learn(list(result.get("tools", [])))
+        if self.config.rule_on("tool_definition_changed"):
+            for name, patch in outcome.changed:
+                self._tool_event("tool_definition_changed", frame, message, name, action="reported", patch=patch)
+        if not outcome.invalid or not self.config.rule_on("invalid_tool_schema"):
+            return frame
+        dropped = set()
+        for name, why in outcome.invalid:
+            enforce = self.config.mode_for(frame.direction, name) is Mode.ENFORCE
+            errors = [{"path": "", "msg": why}]
+            self._tool_event("invalid_tool_schema", frame, message, name, errors, "dropped" if enforce else "observed")
+            if enforce:
+                dropped.add(name)
+        if not dropped:
+            return frame
+        # The client never sees a tool it could not check.
+        kept = [tool for tool in result["tools"] if not (isinstance(tool, Mapping) and tool.get("name") in dropped)]
+        document = {**(message.document or {}), "result": {**result, "tools": kept}}
+        raw = jsonio.dumps(document)
+        return frame._replace(raw=raw)
+
+    def _tool_event(
+        self,
+        rule: str,
+        frame: Frame,
+        message: Message,
+        tool: str,
+        errors: Any = (),
+        action: str = "",
+        patch: Any = None,
+    ) -> None:
+        event = self.report.violation(
+            rule,
+            direction=frame.direction,
+            method="tools/list",
+            tool=tool,
+            request_id=message.id,
+            errors=errors,
+            action=action,
+            patch=patch,
+            session=frame.session,
+        )
+        emit(event)

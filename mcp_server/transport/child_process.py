@@ -1,0 +1,150 @@
+"""A server as a child process speaking NDJSON on stdin/stdout: the upstream side of a gateway.
+
+Bytes only. Stopping it is bounded (end of input, then SIGTERM, then SIGKILL) and it is always reaped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from ..core.settings import SetupError
+from ..core.types import Message
+from .ndjson import LineSplitter
+from .stdio import ChunkReader
+
+__all__ = ["ChildProcess", "still_read"]
+
+_CHUNK = 65_536
+# A child whose frames nobody reads any more (the gateway is stopping, or the client's session
+# ended) is waited for at most this long after its input closes, then after SIGTERM: together under
+# a second, as a supervisor's grace for the whole gateway is often 2 s. An SDK server exits about
+# 0.2 s after the end of its input.
+_STOP_AFTER_EOF = 0.6
+_STOP_AFTER_SIGTERM = 0.2
+
+
+def still_read(reader: asyncio.Task[Any] | None) -> bool:
+    """Whether a side's ``frames`` is still read: a reader cancelled or ended reads no more."""
+    return reader is not None and not reader.done() and not reader.cancelling()
+
+
+class ChildProcess:
+    """A server as a child process speaking NDJSON on its stdin/stdout; its stderr is copied to ours,
+    each line through ``redact`` (secrets hidden)."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        max_frame_bytes: int,
+        grace_seconds: float = 2.0,
+        redact: Callable[[str], str] = lambda line: line,
+    ) -> None:
+        self.redact = redact
+        if not command:
+            raise SetupError("gateway needs an upstream: `-- <command ...>` or --upstream URL")
+        self.command = list(command)
+        self.name = " ".join(command)
+        self.max_frame_bytes = max_frame_bytes
+        self.grace_seconds = grace_seconds
+        self.process: asyncio.subprocess.Process | None = None
+        self._stdout = ChunkReader()
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._reader: asyncio.Task[Any] | None = None  # the task that iterates ``frames``
+
+    async def open(self) -> None:
+        # The child's stdout is a pipe of our own, read straight into a ``ChunkReader``: a hop fewer
+        # per frame than a stream reader with a task behind it.
+        read_end, write_end = os.pipe()
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=write_end,
+                stderr=asyncio.subprocess.PIPE,
+                limit=_CHUNK,
+            )
+        except OSError as exc:
+            os.close(read_end)
+            raise SetupError(f"cannot start upstream {self.command[0]!r}: {exc.strerror}") from None
+        finally:
+            os.close(write_end)
+        pipe = os.fdopen(read_end, "rb", buffering=0)
+        await asyncio.get_running_loop().connect_read_pipe(lambda: self._stdout, pipe)
+        self._stderr_task = asyncio.ensure_future(self._copy_stderr())
+
+    async def _copy_stderr(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        stream = self.process.stderr
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # a line over the reader's limit: pass it on in pieces
+                line = await stream.read(_CHUNK)
+            if not line:
+                return
+            text = self.redact(line.decode("utf-8", "replace").rstrip("\n"))
+            sys.stderr.write("upstream: " + text + "\n")
+            sys.stderr.flush()
+
+    async def send(self, raw: bytes, about: Message | None = None) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        self.process.stdin.write(raw + b"\n")
+        await self.process.stdin.drain()  # a slow upstream slows the client down: bounded buffers
+
+    async def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+        self._reader = asyncio.current_task()
+        splitter = LineSplitter(self.max_frame_bytes)
+        while True:
+            chunk = await self._stdout.get()
+            for line in splitter.feed(chunk) if chunk else splitter.close():
+                yield line
+            if not chunk:
+                return
+
+    async def close(self) -> int | None:
+        """Stop the child: close its stdin, SIGTERM after the grace period, then SIGKILL. Reaps it."""
+        process = self.process
+        if process is None:
+            return None
+        if process.stdin is not None:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                process.stdin.close()
+        for stop, cap in ((None, _STOP_AFTER_EOF), (signal.SIGTERM, _STOP_AFTER_SIGTERM)):
+            if stop is not None and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(stop)
+            await self._wait_exit(process, cap)
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGKILL)
+        await process.wait()
+        if self._stderr_task is not None:
+            cap = self.grace_seconds if still_read(self._reader) else min(self.grace_seconds, _STOP_AFTER_SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stderr_task, cap)
+        return process.returncode
+
+    async def _wait_exit(self, process: asyncio.subprocess.Process, cap: float) -> None:
+        """Wait for the child to exit: for the grace period while its frames are still read (its last
+        answers still reach a client), for ``cap`` seconds at most once they are not."""
+        if process.returncode is not None:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace_seconds
+        exited = asyncio.ensure_future(process.wait())
+        try:
+            reader = self._reader
+            if reader is not None and still_read(reader):
+                await asyncio.wait({exited, reader}, timeout=self.grace_seconds, return_when=asyncio.FIRST_COMPLETED)
+            remaining = min(deadline - loop.time(), cap)
+            if not exited.done() and remaining > 0:
+                await asyncio.wait({exited}, timeout=remaining)
+        finally:
+            exited.cancel()

@@ -1,0 +1,67 @@
+"""One side of a relayed conversation as bytes: frames in, frames out, an end. Every side a gateway
+talks to (its client over STDIO or a socket, its upstream as a child process or over HTTP) is one.
+
+Bytes only: a frame goes out as it is; ``about``, the message the caller read it as, is what a side
+that needs more than the bytes (HTTP's routing headers) takes it from. Nothing here parses JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
+
+from ..core.types import Message
+from .ndjson import LineSplitter
+
+__all__ = ["Connection", "NdjsonConnection"]
+
+
+class Connection(Protocol):
+    """A peer's frames as ``(raw, None)``, or ``(b"", size)`` past the frame limit (``LineSplitter``);
+    ``send`` one frame to it, ``close`` the side (the exit status of a process behind it, if any)."""
+
+    name: str  # what the side is called in a report (the upstream's command or URL)
+
+    async def open(self) -> None: ...
+
+    def frames(self) -> AsyncIterator[tuple[bytes, int | None]]: ...
+
+    async def send(self, raw: bytes, about: Message | None = None) -> None: ...
+
+    async def close(self) -> int | None: ...
+
+
+class NdjsonConnection:
+    """A client on an NDJSON byte stream (STDIO, one Unix socket connection): lines in, lines out."""
+
+    def __init__(
+        self,
+        next_chunk: Callable[[], Awaitable[bytes]],
+        write: Callable[[bytes], Awaitable[None]],
+        *,
+        name: str,
+        max_frame_bytes: int,
+    ) -> None:
+        """``next_chunk`` returns ``b""`` at end of input; ``write`` takes whole lines."""
+        self.name = name
+        self._next_chunk = next_chunk
+        self._write = write
+        self._splitter = LineSplitter(max_frame_bytes)
+
+    async def open(self) -> None:
+        return None
+
+    async def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+        splitter = self._splitter
+        while True:
+            chunk = await self._next_chunk()
+            for line in splitter.feed(chunk) if chunk else splitter.close():
+                yield line
+            if not chunk:
+                return
+
+    async def send(self, raw: bytes, about: Message | None = None) -> None:
+        await self._write(raw + b"\n")
+
+    async def close(self) -> int | None:
+        return None
