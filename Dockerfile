@@ -2,13 +2,10 @@
 # MCP_ENDPOINT=socket or http selects the others. Over HTTP only loopback Host/Origin values are
 # accepted unless MCP_ALLOWED_HOSTS names the host clients use to reach the container.
 FROM python:3.11-slim AS build
-# The event log's per-frame path is a C extension (mcp_server/_rows.c): the build stage compiles it.
-RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
+# A pure-Python package: no compiler in either stage; the schemas ship inside it.
 WORKDIR /src
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml README.md ./
 COPY mcp_server ./mcp_server
-COPY schemas ./schemas
-# mcp_server/schemas links to ../schemas: the wheel carries the schemas as package data.
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir /src
 
 FROM python:3.11-slim

@@ -32,9 +32,9 @@ from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import initialize_frame, server_command, server_env
 from .generate import from_schema
+from .offline.test_check import handshake
 from .oracle import C2S, OPPOSITE, VERSION_KEY, VERSIONS, Case, SpecSchema, corpus
 from .servers import replay_stdio
-from .test_check import handshake
 
 SEED = 24
 MUTANTS = 10_000

@@ -52,6 +52,18 @@ def test_no_function_is_longer_than_60_lines() -> None:
     assert long == []
 
 
+_TEST_HELPERS = {"upstreams"}  # servers the tests start, not tests of a part
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """Issue 20: a part's tests live in the folder of the same name, and every part has one;
+    tests of the whole (golden logs, exactness, install, this file) stay at the top."""
+    parts = {p.name for p in (ROOT / "mcp_server").iterdir() if (p / "__init__.py").exists()}
+    parts.discard("schemas")
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders - _TEST_HELPERS == parts
+
+
 def test_version_is_the_one_in_pyproject() -> None:
     """Issue 2 §1: `mcp_server.__version__`."""
     declared = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)

@@ -35,8 +35,8 @@ __all__ = [
 ]
 
 BUNDLED_SCHEMAS = Path(__file__).parent.parent / "schemas"
-"""The schemas shipped inside the package: ``mcp/<version>/schema.json`` and the project's own (in a
-checkout, a link to the repository's top-level ``schemas/``)."""
+"""The schemas shipped inside the package: ``mcp/<version>/schema.json`` (the official ones, with their
+source and licence) and the project's own."""
 
 MAX_VIOLATIONS = 100
 """Cap on the violations listed for one instance; a hostile frame cannot make the reply huge."""

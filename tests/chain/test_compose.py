@@ -18,7 +18,7 @@ from mcp_server.registry.schemas import SchemaRegistry, ToolIO
 from mcp_server.registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META
 
 from ..conftest import ROOT
-from ..test_validation import VERSIONS, frames_for
+from ..offline.test_validation import VERSIONS, frames_for
 
 
 def _bench_corpus() -> Any:

@@ -1,0 +1,164 @@
+"""HTTP statuses by protocol version, as the official `mcp` SDK client meets them (issue 18, ADR 0013).
+
+Up to 2025-11-25 a JSON-RPC response to a POSTed request, error or not, travels with 200; 2026-07-28
+gives method-not-found 404 (and its three named errors 400). Each test drives one session of the
+SDK client over Streamable HTTP at one version, against `mcp-server serve --http` and against the
+gateway's HTTP front, and records the status of every POST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import types
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from mcp_server.core.errors import CanonicalError
+
+from ..gateway.test_gateway import SDK_UPSTREAM
+from ..gateway.test_gateway_http import http_gateway
+from ..servers import serving
+
+WAIT = 30.0
+HANDSHAKE_VERSIONS = ["2025-03-26", "2025-06-18", "2025-11-25"]  # 2024-11-05 has no Streamable HTTP
+STATELESS = "2026-07-28"
+
+
+class UnknownRequest(types.Request[types.RequestParams | None, str]):
+    """A request for a method no MCP version defines."""
+
+    method: str = "tools/unknown"
+    params: types.RequestParams | None = None
+
+
+# What each server offers: a call with invalid input, a valid call, a method it does not implement.
+SERVE_CALLS = {
+    "bad": ("validate_asset", {"schema": "TextContent"}),  # `asset` is required by the tool's inputSchema
+    "good": ("validate_asset", {"asset": {"type": "text", "text": "hi"}, "schema": "TextContent"}),
+}
+UPSTREAM_CALLS = {"bad": ("add", {"a": "one", "b": 2}), "good": ("echo", {"text": "hi"})}
+
+
+@asynccontextmanager
+async def sdk_session(url: str, version: str, statuses: list[tuple[str, int]]) -> AsyncIterator[ClientSession]:
+    """The official client's session at ``version`` (a handshake offering it, or `server/discover`);
+    the method and HTTP status of every POST it makes are appended to ``statuses``."""
+
+    async def record(response: httpx2.Response) -> None:
+        if response.request.method == "POST":
+            statuses.append((json.loads(response.request.content).get("method"), response.status_code))
+
+    timeout = httpx2.Timeout(WAIT)
+    async with (
+        httpx2.AsyncClient(timeout=timeout, event_hooks={"response": [record]}) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=WAIT) as session,
+    ):
+        if version == STATELESS:
+            await session.discover()
+        else:
+            offer = types.InitializeRequestParams(
+                protocol_version=version,
+                capabilities=types.ClientCapabilities(),
+                client_info=types.Implementation(name="status-test", version="1"),
+            )
+            session.adopt(await session.send_request(types.InitializeRequest(params=offer), types.InitializeResult))
+            await session.send_notification(types.InitializedNotification())
+        assert session.protocol_version == version
+        yield session
+
+
+async def _bad_input_then_unknown_method(
+    url: str, version: str, calls: dict[str, tuple[str, dict[str, Any]]], *, relayed: bool = False
+) -> dict[str, Any]:
+    """Invalid tool input, a valid call, an unknown method, a valid call (and with ``relayed``, a method
+    the upstream behind a gateway does not implement): what the client saw of each, and the statuses."""
+    statuses: list[tuple[str, int]] = []
+    seen: dict[str, Any] = {}
+    async with sdk_session(url, version, statuses) as session:
+        await session.list_tools()  # the tools' schemas, as a client learns them
+        bad_name, bad_arguments = calls["bad"]
+        try:
+            bad = await session.call_tool(bad_name, bad_arguments)
+            seen["bad"] = ("result", bad.is_error)
+        except MCPError as error:
+            seen["bad"] = ("error", error.error.code)
+        good_name, good_arguments = calls["good"]
+        seen["after_bad"] = (await session.call_tool(good_name, good_arguments)).is_error
+        seen["unknown"] = await _error_code_of(session.send_request(UnknownRequest(), types.EmptyResult))
+        seen["after_unknown"] = (await session.call_tool(good_name, good_arguments)).is_error
+        if relayed:  # `completion/complete` is the schema's; the upstream answers -32601 of its own
+            reference = types.PromptReference(type="ref/prompt", name="none")
+            seen["relayed"] = await _error_code_of(session.complete(reference, {"name": "a", "value": ""}))
+    seen["statuses"] = sorted({(method, status) for method, status in statuses if method != "tools/list"})
+    return seen
+
+
+async def _error_code_of(request: Coroutine[Any, Any, Any]) -> int | None:
+    """The JSON-RPC error code the client raises for ``request`` (``None`` when it succeeds)."""
+    try:
+        await request
+    except MCPError as error:
+        return error.error.code
+    return None
+
+
+def _expected(version: str, *, relayed: bool = False) -> dict[str, Any]:
+    """ADR 0013: every response to a request is 200 up to 2025-11-25; 2026-07-28 answers an unknown
+    method 404. Invalid tool input is a tool result from 2025-11-25 (tools, "Error Handling"), -32602 before."""
+    stateless = version == STATELESS
+    not_found = CanonicalError.METHOD_NOT_FOUND
+    invalid_input = CanonicalError.INVALID_TOOL_INPUT
+    seen: dict[str, Any] = {
+        "bad": ("result", True) if version in ("2025-11-25", STATELESS) else ("error", invalid_input.mcp_code),
+        "after_bad": False,
+        "unknown": not_found.mcp_code,
+        "after_unknown": False,
+    }
+    statuses = {("tools/call", 200), ("tools/unknown", not_found.http_status if stateless else 200)}
+    if relayed:
+        seen["relayed"] = not_found.mcp_code
+        statuses.add(("completion/complete", not_found.http_status if stateless else 200))
+    if stateless:
+        statuses.add(("server/discover", 200))
+    else:
+        statuses |= {("initialize", 200), ("notifications/initialized", 202)}
+    seen["statuses"] = sorted(statuses)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def serve_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serving(tmp_path_factory.mktemp("http-status"), ["--http", "127.0.0.1:0"]) as running:
+        yield running.address
+
+
+@pytest.mark.parametrize("version", [*HANDSHAKE_VERSIONS, STATELESS])
+def test_the_official_client_keeps_its_serve_session_after_bad_input_and_an_unknown_method(
+    serve_url: str, version: str
+) -> None:
+    """Issue 18, spec transports "Sending Messages to the Server" (2025-03-26 … 2025-11-25) and
+    2026-07-28 "Protocol Version Header": each version's statuses, and the session goes on."""
+    seen = asyncio.run(asyncio.wait_for(_bad_input_then_unknown_method(serve_url, version, SERVE_CALLS), WAIT))
+    assert seen == _expected(version)
+
+
+@pytest.mark.parametrize("version", [*HANDSHAKE_VERSIONS, STATELESS])
+def test_the_official_client_keeps_its_gateway_session_after_bad_input_and_an_unknown_method(
+    tmp_path: Path, version: str
+) -> None:
+    """Issue 18: the gateway's HTTP front answers by the same rules as `serve --http`, and relays the
+    upstream's own replies by the rules of the client's version."""
+    with http_gateway(tmp_path, upstream=SDK_UPSTREAM) as gateway:
+        calling = _bad_input_then_unknown_method(gateway.url, version, UPSTREAM_CALLS, relayed=True)
+        seen = asyncio.run(asyncio.wait_for(calling, WAIT))
+    assert seen == _expected(version, relayed=True)
