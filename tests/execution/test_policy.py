@@ -204,7 +204,7 @@ def test_populate_backend_outside_the_outbound_allowlist_is_denied_and_sends_not
     """Issue 6: the outbound allowlist governs populate_backend."""
     from mcp_server.serve.tools.catalog import builtin_tools
 
-    from .http_backend import http_backend
+    from ..http_backend import http_backend
 
     with http_backend() as backend:
         env = {"SYN_BACKEND_URL": backend.url.replace("127.0.0.1", "localhost")}

@@ -232,7 +232,7 @@ def test_sigterm_stops_the_http_server_and_removes_the_ready_file(tmp_path: Path
 def test_bad_http_settings_exit_2(tmp_path: Path, args: list[str], env: dict[str, str], fragment: str) -> None:
     import subprocess
 
-    from .conftest import server_command, server_env
+    from ..conftest import server_command, server_env
 
     process = subprocess.run(
         [*server_command(), *args], capture_output=True, timeout=TIMEOUT, env=server_env(tmp_path, **env)
@@ -245,7 +245,7 @@ def test_bad_http_settings_exit_2(tmp_path: Path, args: list[str], env: dict[str
 def test_a_port_in_use_is_a_setup_error(tmp_path: Path) -> None:
     import subprocess
 
-    from .conftest import server_command, server_env
+    from ..conftest import server_command, server_env
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
