@@ -22,6 +22,7 @@ LISTED = 200
 """Moments, policy decisions and tool changes listed whole; the rest are counted."""
 
 _MAX_BINS = 4096  # the timeline's bins before they are merged two by two
+_FIRST_BIN = 0.01  # seconds: a short run's timeline still shows its shape
 _MOMENTS = frozenset({"start", "stop", "upstream", "violation", "policy"})
 
 
@@ -53,7 +54,7 @@ class RunDigest:
         self.first: str | None = None
         self.last: str | None = None
         self._origin: float | None = None
-        self.bin_seconds = 1
+        self.bin_seconds = _FIRST_BIN
         self.frame_bins: Counter[int] = Counter()
         self.violation_bins: Counter[int] = Counter()
         self.durations: dict[str, array[float]] = {}
@@ -73,12 +74,12 @@ class RunDigest:
         metadata = event.get("metadata")
         if isinstance(metadata, Mapping) and metadata.get("deterministic") is True:
             self.deterministic = True
-        offset = self._clock(event.get("ts"))
+        slot = self._clock(event.get("ts"))
         if kind == "frame":
-            self._frame(event, offset)
+            self._frame(event, slot)
             return
         if kind == "violation":
-            self.violation_bins[offset // self.bin_seconds] += 1
+            self.violation_bins[slot] += 1
             if event.get("rule") == "tool_definition_changed":
                 self._listed(self.tool_changes, "tool_changes", _change(event))
         elif kind == "policy":
@@ -92,30 +93,30 @@ class RunDigest:
             self._listed(self.moments, "moments", _moment(event))
 
     def _clock(self, stamp: Any) -> int:
-        """Whole seconds from the run's first event (and the first and last ``ts`` kept)."""
+        """The timeline's bin of an event (and the run's first and last ``ts`` kept)."""
         when = _seconds(stamp)
         if when is None:
             return 0
         if self._origin is None:
             self._origin, self.first = when, stamp
         self.last = stamp
-        offset = max(0, int(when - self._origin))
-        while offset // self.bin_seconds >= _MAX_BINS:  # a long run: coarser bins, the same memory
+        offset = max(0.0, when - self._origin)
+        while offset / self.bin_seconds >= _MAX_BINS:  # a long run: coarser bins, the same memory
             self.bin_seconds *= 2
             self.frame_bins = _merged(self.frame_bins)
             self.violation_bins = _merged(self.violation_bins)
-        return offset
+        return int(offset / self.bin_seconds)
 
-    def _frame(self, event: Mapping[str, Any], offset: int) -> None:
-        self.frame_bins[offset // self.bin_seconds] += 1
+    def _frame(self, event: Mapping[str, Any], slot: int) -> None:
+        self.frame_bins[slot] += 1
+        duration = event.get("duration_ms")
+        # A reply the gateway made itself is an event of no bytes in and no time of its own.
+        if not isinstance(duration, int | float) or not (event.get("bytes_in") or duration):
+            return
+        self.durations.setdefault(str(event.get("direction")), array("d")).append(float(duration))
         version = event.get("protocol_version")
         if isinstance(version, str):
             self.versions[version] += 1
-        duration = event.get("duration_ms")
-        # A reply the gateway made itself is an event of no bytes in and no time of its own.
-        if isinstance(duration, int | float) and (event.get("bytes_in") or duration):
-            direction = str(event.get("direction"))
-            self.durations.setdefault(direction, array("d")).append(float(duration))
 
     def _listed(self, into: list[dict[str, Any]], name: str, entry: dict[str, Any]) -> None:
         if len(into) < LISTED:

@@ -48,9 +48,9 @@ summary{cursor:pointer;font-weight:600}.rule{color:var(--bad);font-weight:600}.m
 .diff div{font:12px/1.5 ui-monospace,Menlo,Consolas,monospace;padding:1px 6px;border-radius:3px}
 .diff .add{background:#e6f4ea}.diff .remove{background:#fce8e6}.diff .replace{background:#fef7e0}
 .tag{display:inline-block;padding:0 6px;border-radius:10px;background:#eef1f6;font-size:12px}
-.tag.denied,.tag.error{background:var(--bad-bg);color:var(--bad)}.tag.approved,.tag.allowed{background:var(--good-bg);color:var(--good)}
+.tag.denied,.tag.error{background:var(--bad-bg);color:var(--bad)}.tag.allowed{background:var(--good-bg);color:var(--good)}
 .tag.held{background:#fef5e7;color:var(--warn)}svg text{font:11px system-ui,sans-serif;fill:var(--ink)}
-footer{color:var(--mute);font-size:12px;margin:24px 0}
+.nowrap{white-space:nowrap}footer{color:var(--mute);font-size:12px;margin:24px 0}
 """
 
 
@@ -175,13 +175,16 @@ def _bars(
 
 
 def _counts_table(title: str, attribute: str, counts: Counter[str], header: str) -> str:
+    """Counts by one key, largest first, each with a bar drawn to scale."""
+    top = max(counts.values(), default=1)
     rows = "".join(
-        f'<tr data-{attribute}="{_e(name)}"><td><code>{_e(name)}</code></td><td class="n">{count}</td></tr>'
+        f'<tr data-{attribute}="{_e(name)}"><td><code>{_e(name)}</code></td><td class="n">{count}</td>'
+        f'<td><svg width="120" height="10" role="img"><rect width="{max(2, 120 * count // top)}" height="10" '
+        'rx="2" fill="var(--bad)"/></svg></td></tr>'
         for name, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     )
-    chart = _bars([(name, count) for name, count in counts.most_common(12)], color="var(--bad)", label_width=180)
-    head = f'<tr><th>{header}</th><th class="n">violations</th></tr>'
-    return f"<div><h3>{title}</h3><table>{head}{rows}</table>{chart}</div>"
+    head = f'<tr><th>{header}</th><th class="n">violations</th><th></th></tr>'
+    return f"<div><h3>{title}</h3><table>{head}{rows}</table></div>"
 
 
 def _violations(document: Mapping[str, Any]) -> str:
@@ -281,7 +284,7 @@ def _timeline(digest: Mapping[str, Any] | None) -> str:
         return f"<section><h2>Timeline</h2>{_missing('timeline', digest)}</section>"
     assert digest is not None
     step = -(-len(frames) // _TIMELINE_BARS)
-    seconds = timeline.get("bin_seconds", 1) * step
+    seconds = round(timeline.get("bin_seconds", 1) * step, 3)
     frames = [sum(frames[i : i + step]) for i in range(0, len(frames), step)]
     violations = [sum(violations[i : i + step]) for i in range(0, len(violations), step)]
     width, height, top = 900, 140, max(frames + violations) or 1
@@ -289,7 +292,7 @@ def _timeline(digest: Mapping[str, Any] | None) -> str:
     shapes = []
     for index, (count, bad) in enumerate(zip(frames, violations, strict=False)):
         x, tall, red = index * bar, 110 * count / top, 110 * bad / top
-        label = f"{index * seconds} to {(index + 1) * seconds} s: {count} frames, {bad} violations"
+        label = f"{index * seconds:g} to {(index + 1) * seconds:g} s: {count} frames, {bad} violations"
         shapes.append(
             f'<g><title>{_e(label)}</title><rect x="{x + 1:.1f}" y="{120 - tall:.1f}" width="{max(bar - 2, 1):.1f}" '
             f'height="{tall:.1f}" fill="var(--bar)"/><rect x="{x + 1:.1f}" y="{120 - red:.1f}" '
@@ -301,7 +304,7 @@ def _timeline(digest: Mapping[str, Any] | None) -> str:
         f'<text x="0" y="136">{_e(digest.get("first"))}</text>'
         f'<text x="{width}" y="136" text-anchor="end">{_e(digest.get("last"))}</text></svg>'
     )
-    legend = f'<p class="muted">Frames (blue) and violations (red) per {seconds} s.</p>'
+    legend = f'<p class="muted">Frames (blue) and violations (red) per {seconds:g} s.</p>'
     return f"<section><h2>Timeline</h2>{svg}{legend}{_moments(digest)}</section>"
 
 
@@ -392,16 +395,18 @@ def _versions(document: Mapping[str, Any], digest: Mapping[str, Any] | None) -> 
     )
     schemas = document.get("schemas") or (digest or {}).get("schemas") or []
     rows = "".join(
-        f"<tr><td><code>{_e(s.get('version'))}</code></td><td>{_e(s.get('repository') or 'unrecorded')}</td>"
-        f"<td><code>{_e((s.get('commit') or '')[:12])}</code></td><td><code>{_e(s.get('sha256'))}</code></td></tr>"
+        f"<tr><td><code class='nowrap'>{_e(s.get('version'))}</code></td>"
+        f"<td>{_e(s.get('repository') or 'unrecorded')}</td>"
+        f"<td><code>{_e((s.get('commit') or '')[:12])}</code></td>"
+        f"<td><code title='{_e(s.get('sha256'))}'>{_e(str(s.get('sha256'))[:16])}…</code></td></tr>"
         for s in schemas
         if isinstance(s, Mapping)
     )
     return (
-        "<section><h2>Protocol versions and schemas</h2><div class='grid'><div><h3>Versions seen</h3><table><tr>"
+        "<section><h2>Protocol versions and schemas</h2><div><h3>Versions seen</h3><table><tr>"
         f"<th>version</th><th class='n'>frames</th></tr>{versions}</table></div><div><h3>Bundled schemas</h3>"
         "<table><tr><th>version</th><th>source</th><th>commit</th><th>SHA-256</th></tr>"
-        f"{rows}</table></div></div></section>"
+        f"{rows}</table></div></section>"
     )
 
 
