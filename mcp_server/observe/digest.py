@@ -208,6 +208,7 @@ def _moment(event: Mapping[str, Any]) -> dict[str, Any]:
 
 def log_files(path: Path) -> list[Path]:
     """A run's log in order: its rotated files (``<stem>.<n>.jsonl``, oldest first), then ``path``."""
+    path = path.resolve()  # ``.latest`` names the run by a link
     stem = path.name.removesuffix(".jsonl")
     rotated = []
     for candidate in path.parent.glob(f"{stem}.*.jsonl"):
@@ -217,11 +218,11 @@ def log_files(path: Path) -> list[Path]:
     return [candidate for _, candidate in sorted(rotated)] + [path]
 
 
-def digest_log(path: Path) -> RunDigest:
-    """The digest of the run logged at ``path`` (its rotated files first). A line that is not an
-    event (a raw capture's frame) adds nothing; ``OSError`` when a file cannot be read."""
+def digest_log(path: Path, *, rotated: bool = True) -> RunDigest:
+    """The digest of the run logged at ``path`` (``rotated``: its rotated files first). A line that
+    is not an event (a raw capture's frame) adds nothing; ``OSError`` when a file cannot be read."""
     digest = RunDigest()
-    for file in log_files(path):
+    for file in log_files(path) if rotated else [path]:
         with file.open("rb") as lines:
             for line in lines:
                 try:

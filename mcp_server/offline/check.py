@@ -558,9 +558,10 @@ def render_junit(document: Mapping[str, Any]) -> str:
 
 
 def render_page(document: Mapping[str, Any], capture: Path) -> str:
-    """The HTML page; a capture that is a run's event log adds its timings, timeline and policy."""
+    """The HTML page; a capture that is a run's event log adds its timings, timeline and policy
+    (from the file checked alone, as its counts are)."""
     try:
-        digest = digest_log(capture)
+        digest = digest_log(capture, rotated=False)
     except OSError:
         digest = None
     return render_html(document, digest.to_document() if digest and digest.events else None, redactor=Redactor.build())
