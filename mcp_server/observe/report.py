@@ -29,6 +29,7 @@ from .html import render_html
 
 __all__ = [
     "EXAMPLES_PER_RULE",
+    "EXCERPT_CHARS",
     "UNANSWERED_LISTED",
     "ConformanceReport",
     "ReportError",
@@ -52,6 +53,8 @@ def nested(counts: Mapping[tuple[Any, str], int]) -> dict[str, dict[str, int]]:
 
 
 EXAMPLES_PER_RULE = 3
+EXCERPT_CHARS = 400
+"""An example's excerpt of the frame that broke the rule, at most."""
 UNANSWERED_LISTED = 100
 """Requests ended without an answer listed whole; the rest are counted by reason."""
 
@@ -169,9 +172,11 @@ class ConformanceReport:
         patch: Any = None,
         kind: MessageKind | None = None,
         session: Session | None = None,
+        document: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Count a violation (``kind``: of the frame that broke the rule, when a frame did); return
-        its event (for the log). The party at fault is the sender of a frame going in ``direction``."""
+        its event (for the log). The party at fault is the sender of a frame going in ``direction``.
+        ``document``: that frame, parsed; a kept example shows it, redacted, as its excerpt."""
         party = party_of(direction)
         self.violations[rule] += 1
         self.by_method[(rule, method_key(method, kind))] += 1
@@ -202,7 +207,11 @@ class ConformanceReport:
             self._emit(event, applied)
         examples = self.examples.setdefault(rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
-            examples.append(event)
+            example = event
+            if document is not None and "excerpt" not in event:  # the example only: the log keeps its shape
+                shown = jsonio.dumps(self.redactor.redact(document)[0]).decode()
+                example = {**event, "excerpt": shown[:EXCERPT_CHARS] + ("…" if len(shown) > EXCERPT_CHARS else "")}
+            examples.append(example)
         return event
 
     def _emit(self, event: Mapping[str, Any], applied: bool) -> None:

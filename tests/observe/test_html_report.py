@@ -159,7 +159,10 @@ def test_the_page_is_self_contained_escaped_and_redacted(broken_run: Path, tmp_p
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", text, re.IGNORECASE)
     assert "http://" not in text and "https://" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text  # the hostile argument, shown as text
-    assert SECRET not in text
+    assert SECRET not in text  # neither in the schema's words nor in the frame's excerpt
+    excerpts = [example["excerpt"] for example in report_of_run(broken_run)["examples"]["invalid_tool_input"]]
+    assert len(excerpts) == 2 and all('"method":"tools/call"' in excerpt for excerpt in excerpts)
+    assert "[REDACTED]" in excerpts[1] and "<pre>{&quot;jsonrpc&quot;" in text  # the frame, shown redacted
     assert "<svg" in text  # the charts are drawn in the page itself
     assert "/outputSchema/properties/n/type" in text  # the tool's change, as a diff
     assert "2025-11-25" in text and report_of_run(broken_run)["schemas"][0]["sha256"][:16] in text
