@@ -94,9 +94,10 @@ def _parser() -> argparse.ArgumentParser:
     approvals.add_argument("action", choices=["list", "allow", "deny"])
     approvals.add_argument("id", nargs="?", help="the held call's approval id")
     approvals.add_argument("sha256", nargs="?", help="to allow: the arguments' SHA-256 shown by `list`")
-    report = commands.add_parser("report", help="print a gateway conformance report again")
-    report.add_argument("file")
+    from .observe.report import add_report_arguments
     from .offline.check import add_check_arguments
+
+    add_report_arguments(commands.add_parser("report", help="a gateway conformance report again: its table or page"))
 
     add_check_arguments(commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture) offline"))
     return parser

@@ -316,6 +316,7 @@ class GatewaySession:
         assert self.approvals is not None and message.tool is not None and message.id is not None
         arguments = (message.params or {}).get("arguments", {})
         held = self.approvals.hold(message.tool, arguments, self.session.id)
+        self._decided(message, "held")
         asker = self.client.asker(message)
         self.askers.add(asker)
         asked = asyncio.ensure_future(
@@ -326,10 +327,26 @@ class GatewaySession:
         except Rejection as refusal:
             self.session.settle(CLIENT_TO_SERVER, message.id)
             self.verdicts.violation(refusal.error.slug, self._stand_in(CLIENT_TO_SERVER), message)
+            self._decided(message, "denied", refusal)
             return stand_in_answer(self.checks.registry, refusal, message.id, message.method, message.version)
         finally:
             self.askers.discard(asker)
+        self._decided(message, "allowed")
         return None
+
+    def _decided(self, message: Message, status: str, refusal: Rejection | None = None) -> None:
+        """The policy's decision on a held call, as an event of the run's log (the report's page lists them)."""
+        if self.events is not None:
+            self.events.emit(
+                "policy",
+                session=self.session,
+                request_id=message.id,
+                method=message.method,
+                tool_id=message.tool,
+                status=status,
+                policy_violation=refusal is not None,
+                error=None if refusal is None else refusal.summary(),
+            )
 
     def _stand_in(self, direction: Direction) -> Frame:
         """A frame of no bytes, for what the gateway reports of a session without one in hand."""

@@ -139,6 +139,7 @@ class Verdicts:
                 action=action,
                 kind=kind,
                 session=frame.session,
+                document=None if message is None else message.document,
             )
         )
 

@@ -2,11 +2,14 @@
 party at fault, the same per session, and the requests that ended without their peer's answer.
 
 Plain counters while the gateway runs; written as JSON (and a short table on stderr) on exit
-and on SIGUSR1. ``mcp-server report FILE`` prints the table again.
+and on SIGUSR1. ``mcp-server report FILE`` prints the table again; ``--html OUT`` writes the page
+(``html.py``), with the timings and timeline read from the run's event log the report names.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import sys
 from collections import Counter
@@ -20,17 +23,24 @@ from ..core.session import Session
 from ..core.types import ERROR_RESPONSE, RESPONSE, SERVER_TO_CLIENT, Direction, MessageKind, RequestId
 from ..execution.redaction import Redactor
 from ..registry.schemas import schema_provenance
+from .digest import digest_log
 from .events import EventLog
+from .html import render_html
 
 __all__ = [
     "EXAMPLES_PER_RULE",
+    "EXCERPT_CHARS",
     "UNANSWERED_LISTED",
     "ConformanceReport",
+    "ReportError",
+    "add_report_arguments",
     "main_report",
     "method_key",
     "nested",
     "party_of",
     "render_table",
+    "run_digest",
+    "write_page",
 ]
 
 
@@ -43,6 +53,8 @@ def nested(counts: Mapping[tuple[Any, str], int]) -> dict[str, dict[str, int]]:
 
 
 EXAMPLES_PER_RULE = 3
+EXCERPT_CHARS = 400
+"""An example's excerpt of the frame that broke the rule, at most."""
 UNANSWERED_LISTED = 100
 """Requests ended without an answer listed whole; the rest are counted by reason."""
 
@@ -59,6 +71,15 @@ def method_key(method: str | None, kind: MessageKind | None) -> str:
     if kind is RESPONSE or kind is ERROR_RESPONSE:
         return f"{method} (response)" if method else "(response)"
     return method or "(not json-rpc)"
+
+
+class ReportError(Exception):
+    """A report that cannot be read, or a page that cannot be written (exit 2)."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = " ".join(detail.split())
 
 
 class _SessionCounts:
@@ -151,9 +172,11 @@ class ConformanceReport:
         patch: Any = None,
         kind: MessageKind | None = None,
         session: Session | None = None,
+        document: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Count a violation (``kind``: of the frame that broke the rule, when a frame did); return
-        its event (for the log). The party at fault is the sender of a frame going in ``direction``."""
+        its event (for the log). The party at fault is the sender of a frame going in ``direction``.
+        ``document``: that frame, parsed; a kept example shows it, redacted, as its excerpt."""
         party = party_of(direction)
         self.violations[rule] += 1
         self.by_method[(rule, method_key(method, kind))] += 1
@@ -184,7 +207,11 @@ class ConformanceReport:
             self._emit(event, applied)
         examples = self.examples.setdefault(rule, [])
         if len(examples) < EXAMPLES_PER_RULE:
-            examples.append(event)
+            example = event
+            if document is not None and "excerpt" not in event:  # the example only: the log keeps its shape
+                shown = jsonio.dumps(self.redactor.redact(document)[0]).decode()
+                example = {**event, "excerpt": shown[:EXCERPT_CHARS] + ("…" if len(shown) > EXCERPT_CHARS else "")}
+            examples.append(example)
         return event
 
     def _emit(self, event: Mapping[str, Any], applied: bool) -> None:
@@ -257,8 +284,11 @@ class ConformanceReport:
         folder.mkdir(parents=True, exist_ok=True)
         stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
         path = folder / f"{stamp}-{os.getpid()}-report.json"
+        document = self.to_document()
+        if self.events is not None:  # where the page finds the run's timings (relative: runs/ may move)
+            document["event_log"] = os.path.relpath(self.events.path, folder)
         temporary = path.with_suffix(".tmp")
-        temporary.write_bytes(jsonio.dumps_pretty(self.to_document()))
+        temporary.write_bytes(jsonio.dumps_pretty(document))
         temporary.replace(path)
         return path
 
@@ -312,21 +342,63 @@ def _session_lines(document: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def main_report(argv: list[str]) -> int:
-    """``mcp-server report FILE``: print a written report's table again."""
-    if len(argv) != 1:
-        sys.stderr.write("usage: mcp-server report REPORT.json\n")
-        return 2
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a conformance report the gateway wrote (runs/mcp_server/gateway/*-report.json)")
+    parser.add_argument("--html", type=Path, metavar="OUT", help="write the report as one self-contained HTML page")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    """A written report, or ``ReportError`` saying why it is not one."""
     try:
-        document = jsonio.loads(Path(argv[0]).read_bytes())
+        document = jsonio.loads(path.read_bytes())
     except OSError as exc:
-        sys.stderr.write(f"mcp:error reason=io_error detail={argv[0]}: {exc.strerror}\n")
-        return 2
+        raise ReportError("io_error", f"{path}: {exc.strerror}") from None
     except jsonio.JSONSyntaxError:
-        sys.stderr.write(f"mcp:error reason=parse_error detail={argv[0]} is not a JSON report\n")
+        raise ReportError("parse_error", f"{path} is not a JSON report") from None
+    if not isinstance(document, dict) or not isinstance(document.get("violations"), dict):
+        raise ReportError("parse_error", f"{path} is not a conformance report")
+    return document
+
+
+def run_digest(report: Path, document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The digest of the run's event log the report names (``None`` without one, or when it is gone)."""
+    named = document.get("event_log")
+    if not isinstance(named, str):
+        return None
+    try:
+        return digest_log(report.parent / named).to_document()
+    except OSError:
+        return None
+
+
+def write_page(out: Path, page: str) -> None:
+    """The page written whole or not at all; ``ReportError`` when ``out`` cannot be written."""
+    temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(page, encoding="utf-8")
+        temporary.replace(out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise ReportError("io_error", f"cannot write {out}: {exc.strerror}") from None
+
+
+def main_report(argv: list[str]) -> int:
+    """``mcp-server report FILE [--html OUT]``: print a written report's table again, or write its
+    page. Exit 0 clean, 1 violations, 2 when the report cannot be read or the page written."""
+    parser = argparse.ArgumentParser(prog="mcp-server report", description="a gateway conformance report again")
+    add_report_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        document = _load(Path(args.file))
+        if args.html is not None:
+            page = render_html(document, run_digest(Path(args.file), document), redactor=Redactor.build())
+            write_page(args.html, page)
+    except ReportError as exc:
+        sys.stderr.write(f"mcp:error reason={exc.reason} detail={exc.detail}\n")
         return 2
-    if not isinstance(document, dict) or "violations" not in document:
-        sys.stderr.write(f"mcp:error reason=parse_error detail={argv[0]} is not a conformance report\n")
-        return 2
-    sys.stdout.write(render_table(document))
+    if args.html is None:
+        sys.stdout.write(render_table(document))
+    else:
+        sys.stderr.write(f"mcp:report html={args.html}\n")
     return 1 if document["violations"] else 0

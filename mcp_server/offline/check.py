@@ -31,6 +31,9 @@ from ..core.types import (
     Frame,
     Message,
 )
+from ..execution.redaction import Redactor
+from ..observe.digest import digest_log
+from ..observe.html import render_html
 from ..observe.report import nested
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
@@ -47,6 +50,7 @@ __all__ = [
     "main_check",
     "render_json",
     "render_junit",
+    "render_page",
     "render_text",
     "run_check",
 ]
@@ -99,6 +103,7 @@ class CheckReport:
         self.violations: Counter[str] = Counter()
         self.by_method: Counter[tuple[str, str]] = Counter()
         self.by_tool: Counter[tuple[str, str]] = Counter()
+        self.by_direction: Counter[tuple[str, str]] = Counter()
         self.examples: dict[str, list[dict[str, Any]]] = {}
 
     def violation(
@@ -114,6 +119,7 @@ class CheckReport:
     ) -> None:
         self.violations[rule] += 1
         self.by_method[(rule, method or "(none)")] += 1
+        self.by_direction[(rule, "(unknown)" if direction is None else direction.value)] += 1
         if tool is not None:
             self.by_tool[(rule, tool)] += 1
         examples = self.examples.setdefault(rule, [])
@@ -151,6 +157,7 @@ class CheckReport:
             "violations": dict(sorted(self.violations.items())),
             "violations_by_method": per_method,
             "violations_by_tool": per_tool,
+            "violations_by_direction": nested(self.by_direction),
             "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
         }
 
@@ -550,7 +557,18 @@ def render_junit(document: Mapping[str, Any]) -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def render_page(document: Mapping[str, Any], capture: Path) -> str:
+    """The HTML page; a capture that is a run's event log adds its timings, timeline and policy
+    (from the file checked alone, as its counts are)."""
+    try:
+        digest = digest_log(capture, rotated=False)
+    except OSError:
+        digest = None
+    return render_html(document, digest.to_document() if digest and digest.events else None, redactor=Redactor.build())
+
+
 _RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
+_FORMATS = sorted([*_RENDERERS, "html"])
 
 
 def _code_range(text: str) -> tuple[int, int]:
@@ -563,7 +581,7 @@ def _code_range(text: str) -> tuple[int, int]:
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("capture", help="NDJSON frames, {direction, frame} lines, or a run log")
-    parser.add_argument("--format", choices=sorted(_RENDERERS), default="text", help="report format (text)")
+    parser.add_argument("--format", choices=_FORMATS, default="text", help="report format (text)")
     parser.add_argument(
         "--version", dest="protocol_version", metavar="V", help="check against V instead of the negotiated version"
     )
@@ -590,7 +608,9 @@ def run_check(args: argparse.Namespace) -> int:
         detail = " ".join(exc.detail.split())
         sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")
         return 2
-    sys.stdout.write(_RENDERERS[args.format](report.to_document()))
+    document = report.to_document()
+    render = _RENDERERS.get(args.format)
+    sys.stdout.write(render_page(document, Path(args.capture)) if render is None else render(document))
     sys.stdout.flush()
     return 1 if report.violations else 0
 
