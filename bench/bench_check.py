@@ -3,7 +3,7 @@
 Builds a ~100 MB NDJSON capture from the bench corpus (bench/corpus.py: the handshake once, then
 its frames repeated with fresh ids, ~5 % of them invalid), times `check_capture` over it in
 process and a bare `orjson.loads` loop over the same file. Prints MB/s for both and the ratio;
-medians of 3 runs (targets: ≥ 50 MB/s, ratio ≥ 0.3). The capture is written to a temporary
+medians of 3 runs (targets: ≥ 50 MB/s, ratio ≥ 0.55 since the per-frame rebuild). The capture is written to a temporary
 directory and removed afterwards.
 Usage: python bench/bench_check.py [--quick] [--json]   (--quick: a 10 MB capture)
 """
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
         "check_mb_per_s": round(megabytes / check_s, 1),
         "orjson_loads_mb_per_s": round(megabytes / loads_s, 1),
         "ratio": round(loads_s / check_s, 3),
-        "targets": {"check_mb_per_s": 50, "ratio": 0.3},
+        "targets": {"check_mb_per_s": 50, "ratio": 0.55},
     }
     if "--json" in argv:
         print(json.dumps(result, indent=2))
@@ -109,7 +109,7 @@ def main(argv: list[str]) -> int:
         print(f"capture: {result['capture_mb']} MB, {frames} frames, {violations} violations found")
         print(f"mcp-server check : {result['check_mb_per_s']:8.1f} MB/s   (median of {REPEATS})")
         print(f"orjson.loads only: {result['orjson_loads_mb_per_s']:8.1f} MB/s   (median of {REPEATS})")
-        print(f"ratio check/loads: {result['ratio']:.3f}   (targets: >= 50 MB/s, ratio >= 0.3)")
+        print(f"ratio check/loads: {result['ratio']:.3f}   (targets: >= 50 MB/s, ratio >= 0.55)")
     return 0
 
 

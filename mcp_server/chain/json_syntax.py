@@ -6,7 +6,6 @@ object (a batch array included: MCP sends one message per frame) → -32600. Bot
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..core import jsonio
@@ -16,7 +15,7 @@ from .stage import Inspection
 __all__ = ["JsonSyntax", "parse"]
 
 
-def parse(raw: bytes) -> Mapping[str, Any]:
+def parse(raw: bytes) -> dict[str, Any]:
     try:
         document = jsonio.loads(raw)
     except jsonio.JSONSyntaxError:

@@ -225,6 +225,9 @@ class SessionCheck:
             self.report.frames["(unknown)", "(not json-rpc)"] += 1
             return
         direction = None
+        if "jsonrpc" in document and "frame" not in document and "event" not in document:
+            self.frame(number, document, None)  # a raw frame, the common line: nothing else to ask of it
+            return
         if "frame" in document:
             self._wrapped = True
             stated = document.get("direction")
@@ -289,13 +292,13 @@ class SessionCheck:
         except UnicodeDecodeError as exc:
             raise CaptureError("not_utf8", f"line {number}, byte {exc.start}: not UTF-8") from None
 
-    def frame(self, number: int, document: Mapping[str, Any], direction: Direction | None) -> None:
+    def frame(self, number: int, document: dict[str, Any], direction: Direction | None) -> None:
         """One parsed frame through the chain of its direction, then the session's bookkeeping."""
         if direction is None:
             direction = self._infer(document)
-        frame = Frame(raw=b"", transport="capture", session=self.session, direction=direction)
+        frame = Frame(b"", "capture", self.session, None, direction)
         try:
-            message = self._chains[direction].check_parsed(frame, dict(document))
+            message = self._chains[direction].check_parsed(frame, document)
         except Rejection as rejection:
             message = rejection.message or shape_of(document)
             self._count(direction, message, refused=True)
@@ -311,7 +314,7 @@ class SessionCheck:
             if message.kind is REQUEST and message.id is not None and message.method is not None:
                 self.session.expect(direction, message.id, message.method, message.tool)  # its answer is still due
             return
-        self._count(direction, message, refused=False)
+        self.report.frames[direction, message.method or "(unknown request)"] += 1
         self._follow(number, direction, message)
 
     def _count(self, direction: Direction, message: Message, *, refused: bool) -> None:
