@@ -99,7 +99,17 @@ def _parser() -> argparse.ArgumentParser:
     from .offline.check import add_check_arguments
 
     add_check_arguments(commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture) offline"))
+    _add_wrap_and_doctor(commands)
     return parser
+
+
+def _add_wrap_and_doctor(commands: Any) -> None:
+    """``wrap`` (a client's configuration behind the gateway) and ``doctor`` (an upstream checked in one go)."""
+    from .offline.wrap import add_wrap_arguments
+
+    add_wrap_arguments(
+        commands.add_parser("wrap", help="put every server of an MCP client's configuration behind the gateway")
+    )
 
 
 def _setup_logging(environ: Mapping[str, str]) -> None:
@@ -315,6 +325,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return run_check(args)
         if args.command == "gateway":
             return _gateway(args, command, environ)
+        if args.command == "wrap":
+            from .offline.wrap import run_wrap
+
+            return run_wrap(args)
         if args.command == "approvals":
             from .offline.approvals import run_approvals
 
