@@ -107,6 +107,17 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     """``wrap`` (a client's configuration behind the gateway) and ``doctor`` (an upstream checked in one go)."""
     from .offline.wrap import add_wrap_arguments
 
+    doctor = commands.add_parser(
+        "doctor",
+        help="check an MCP server in one go: every protocol version, its tools, every frame",
+        usage="mcp-server doctor [--format text|json] [--timeout SECONDS] [--config FILE] [--policy FILE] "
+        "(--upstream URL | -- COMMAND ...)",
+    )
+    doctor.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
+    doctor.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    doctor.add_argument("--format", choices=["text", "json"], default="text", help="the verdict's form (text)")
+    doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
+    doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     add_wrap_arguments(
         commands.add_parser("wrap", help="put every server of an MCP client's configuration behind the gateway")
     )
@@ -283,6 +294,23 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         _say("mcp:shutdown mode=gateway")
 
 
+def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    from .gateway import doctor, startup
+
+    settings = Settings.from_env(environ)
+    gateway = startup.prepare(
+        settings,
+        environ,
+        None,
+        upstream_url=args.upstream,
+        command=command,
+        config_path=args.config,
+        mode="observe",  # everything passes, so that everything is seen and counted
+        policy_path=args.policy,
+    )
+    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=args.timeout, format=args.format)
+
+
 def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
     """A listening socket bound before the server starts, and its URL (port 0: the one picked)."""
     from .transport.http import bind_tcp
@@ -299,7 +327,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     argv = list(sys.argv[1:] if argv is None else argv)
     environ = os.environ if environ is None else environ
     command: list[str] = []
-    if argv[:1] == ["gateway"] and "--" in argv:
+    if argv[:1] in (["gateway"], ["doctor"]) and "--" in argv:
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
     if argv[:1] == ["golden"]:
@@ -325,6 +353,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return run_check(args)
         if args.command == "gateway":
             return _gateway(args, command, environ)
+        if args.command == "doctor":
+            return _doctor(args, command, environ)
         if args.command == "wrap":
             from .offline.wrap import run_wrap
 
