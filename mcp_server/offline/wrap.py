@@ -17,7 +17,7 @@ from typing import Any
 from ..core import jsonio
 from ..core.settings import SetupError
 
-__all__ = ["add_wrap_arguments", "gateway_command", "run_wrap", "wrap_servers"]
+__all__ = ["add_wrap_arguments", "gateway_command", "run_wrap", "runs_dir", "wrap_servers"]
 
 # Where clients keep their servers: Claude Desktop and Cursor under ``mcpServers``, VS Code under ``servers``.
 SERVER_KEYS = ("mcpServers", "servers")
@@ -45,6 +45,24 @@ def gateway_command() -> str:
     return shutil.which("mcp-server") or "mcp-server"
 
 
+def runs_dir(environ: Mapping[str, str]) -> str:
+    """Where a wrapped gateway writes its log and reports: an absolute folder, as a client starts its
+    servers in a working directory of its own (a desktop app's may be ``/``, where nothing is written)."""
+    configured = environ.get("MCP_RUNS_DIR")
+    if configured:
+        return str(Path(configured).expanduser().absolute())
+    state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return str(Path(state) / "mcp-server" / "runs")
+
+
+def _with_runs(entry: dict[str, Any], name: str, runs: str) -> dict[str, Any]:
+    """The entry's ``env`` with ``MCP_RUNS_DIR`` (unless it names one already)."""
+    env = entry.get("env", {})
+    if not isinstance(env, Mapping):
+        raise SetupError(f"server {name!r}: env must be a JSON object")
+    return entry if "MCP_RUNS_DIR" in env else {**entry, "env": {**env, "MCP_RUNS_DIR": runs}}
+
+
 def _wrapped(entry: Mapping[str, Any]) -> bool:
     command, args = entry.get("command"), entry.get("args")
     return (
@@ -68,8 +86,9 @@ def _behind_url(entry: Mapping[str, Any], gateway: str, url: str) -> dict[str, A
     return rewritten
 
 
-def _wrap_entry(name: str, entry: Any, gateway: str) -> tuple[dict[str, Any] | None, str]:
-    """The server ``name``'s entry behind the gateway, or ``None`` and why it stays as it is."""
+def _wrap_entry(name: str, entry: Any, gateway: str, runs: str) -> tuple[dict[str, Any] | None, str]:
+    """The server ``name``'s entry behind the gateway (its log under ``runs``), or ``None`` and why
+    it stays as it is."""
     if not isinstance(entry, Mapping):
         raise SetupError(f"server {name!r} is not a JSON object")
     if _wrapped(entry):
@@ -79,7 +98,8 @@ def _wrap_entry(name: str, entry: Any, gateway: str) -> tuple[dict[str, Any] | N
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
             raise SetupError(f"server {name!r}: args must be a list of strings")
-        return {**entry, "command": gateway, "args": ["gateway", "--", command, *args]}, "wrapped"
+        wrapped = {**entry, "command": gateway, "args": ["gateway", "--", command, *args]}
+        return _with_runs(wrapped, name, runs), "wrapped"
     if isinstance(url, str) and url:
         if entry.get("type") == "sse":
             return None, "left alone: a legacy SSE server (the gateway speaks Streamable HTTP)"
@@ -87,13 +107,13 @@ def _wrap_entry(name: str, entry: Any, gateway: str) -> tuple[dict[str, Any] | N
             return None, "left alone: it sends headers of its own, which the gateway cannot add"
         if not url.startswith(("http://", "https://")):
             raise SetupError(f"server {name!r}: url must be http(s), got {url!r}")
-        return _behind_url(entry, gateway, url), "wrapped"
+        return _with_runs(_behind_url(entry, gateway, url), name, runs), "wrapped"
     raise SetupError(f"server {name!r} has neither a command nor a url")
 
 
-def wrap_servers(document: Any, gateway: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """Every server of a client configuration behind ``gateway``: the new document, and each
-    server's name with what became of it. An unknown shape is a ``SetupError``."""
+def wrap_servers(document: Any, gateway: str, runs: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Every server of a client configuration behind ``gateway`` (its log under ``runs``): the new
+    document, and each server's name with what became of it. An unknown shape is a ``SetupError``."""
     if not isinstance(document, Mapping):
         raise SetupError("the configuration is not a JSON object")
     if any(key in document and not isinstance(document[key], Mapping) for key in SERVER_KEYS):
@@ -105,7 +125,7 @@ def wrap_servers(document: Any, gateway: str) -> tuple[dict[str, Any], list[tupl
     for key in found:
         servers = dict(document[key])
         for name, entry in document[key].items():
-            wrapped, outcome = _wrap_entry(name, entry, gateway)
+            wrapped, outcome = _wrap_entry(name, entry, gateway, runs)
             if wrapped is not None:
                 servers[name] = wrapped
             outcomes.append((name, outcome))
@@ -143,7 +163,7 @@ def run_wrap(args: argparse.Namespace) -> int:
         document = jsonio.loads(raw)
     except jsonio.JSONSyntaxError as exc:
         raise SetupError(f"{path} is not valid JSON (comments are not supported): {exc}") from None
-    rewritten, outcomes = wrap_servers(document, args.gateway_command or gateway_command())
+    rewritten, outcomes = wrap_servers(document, args.gateway_command or gateway_command(), runs_dir(os.environ))
     lines = [f"{name}: {outcome}" for name, outcome in outcomes]
     if rewritten == document:
         sys.stdout.write("\n".join([*lines, f"{path}: nothing to change"]) + "\n")

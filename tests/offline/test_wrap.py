@@ -26,7 +26,7 @@ def wrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "mcp_server", "wrap", *args],
         capture_output=True,
         text=True,
-        env=server_env(tmp_path),
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "client-runs")),
         timeout=WAIT,
         check=False,
     )
@@ -62,12 +62,20 @@ def test_every_rewritten_entry_runs_behind_the_gateway_and_completes_a_tool_call
         servers = json.loads(config.read_text())[shape]
         assert config.with_name("client.json.bak").read_bytes() == original
         assert servers["local"]["args"] == ["gateway", "--", sys.executable, SDK_SERVER]
-        assert servers["local"]["env"] == {"SDK_UPSTREAM_MARK": "kept"}
+        # The client's own env is kept; the gateway's log goes to an absolute folder, whatever the
+        # client's working directory.
+        runs = str(tmp_path / "client-runs")
+        assert servers["local"]["env"] == {"SDK_UPSTREAM_MARK": "kept", "MCP_RUNS_DIR": runs}
+        assert servers["remote"]["env"] == {"MCP_RUNS_DIR": runs}
         assert servers["remote"]["args"] == ["gateway", "--upstream", url]
         assert "url" not in servers["remote"]
+        cwd = tmp_path / "client-cwd"  # the client's working directory: the log is not written there
+        cwd.mkdir()
         for entry in servers.values():
             assert Path(entry["command"]).name == "mcp-server"
-            assert asyncio.run(_add_through(entry, tmp_path)) == {"total": 42}
+            assert asyncio.run(_add_through(entry, cwd)) == {"total": 42}
+        assert len(list((tmp_path / "client-runs" / "mcp_server" / "gateway").glob("*-report.json"))) == 2
+        assert not (cwd / "runs").exists()
 
 
 def test_wrapping_twice_changes_nothing_and_undo_restores_the_original_bytes(tmp_path: Path) -> None:
