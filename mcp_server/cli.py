@@ -48,9 +48,35 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+# Each help opens with a one-line example, for whoever tries a command before reading the README.
+EXAMPLES = {
+    "": "mcp-server doctor -- python my_server.py",
+    "serve": "mcp-server serve --http 127.0.0.1:8000",
+    "validate": "mcp-server validate result.json --schema CallToolResult",
+    "gateway": "mcp-server gateway -- python my_server.py",
+    "golden": "mcp-server golden check session.ndjson session.golden.jsonl",
+    "approvals": "mcp-server approvals list --url http://127.0.0.1:8000",
+    "report": "mcp-server report runs/mcp_server/gateway/20250101T000000Z-4242-report.json",
+    "check": "mcp-server check session.ndjson --format json",
+    "doctor": "mcp-server doctor -- python my_server.py",
+    "wrap": "mcp-server wrap ~/.cursor/mcp.json",
+}
+
+
+def _described(command: str, what: str) -> dict[str, Any]:
+    """A subcommand's line in the list (``what``) and its own help, which opens with its example."""
+    return {
+        "help": what,
+        "description": f"example: {EXAMPLES[command]}\n\n{what}",
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mcp-server", description="MCP conformance gateway and schema-validation server"
+        prog="mcp-server",
+        description=f"example: {EXAMPLES['']}\n\nMCP conformance gateway and schema-validation server",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--version", action=_VersionAction, nargs=0, help="the version, and each bundled schema's source"
@@ -64,18 +90,18 @@ def _parser() -> argparse.ArgumentParser:
     logs.add_argument("--log-format", choices=["text", "json"], help="events on stderr (MCP_LOG_FORMAT; default text)")
     logs.add_argument("--log-stream", metavar="NAME", help="runs/mcp_server/NAME/ (default: the mode)")
     logs.add_argument("--assert-formats", action="store_true", help=ASSERT_FORMATS_HELP)
-    serve = commands.add_parser("serve", help="run the MCP server (STDIO by default)", parents=[logs])
+    serve = commands.add_parser("serve", **_described("serve", "run the MCP server (STDIO by default)"), parents=[logs])
     serve.add_argument("--socket", metavar="PATH", help="serve NDJSON on a Unix socket")
     serve.add_argument("--http", metavar="HOST:PORT", help="serve MCP Streamable HTTP")
     serve.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     serve.add_argument("--tools", type=Path, help="HTTP-backed tool catalogue (or MCP_HTTP_TOOLS_FILE)")
-    validate = commands.add_parser("validate", help="validate one asset file")
+    validate = commands.add_parser("validate", **_described("validate", "validate one asset file"))
     validate.add_argument("file")
     validate.add_argument("--schema", metavar="NAME")
     gateway = commands.add_parser(
         "gateway",
         parents=[logs],
-        help="a validating proxy in front of an MCP server",
+        **_described("gateway", "a validating proxy in front of an MCP server"),
         usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
         "[--config FILE] (--upstream URL | -- COMMAND ...)",
     )
@@ -87,9 +113,11 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
-    commands.add_parser("golden", help="record or check golden event logs (see `mcp-server golden --help`)")
+    commands.add_parser("golden", **_described("golden", "record or check golden event logs"))
     gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
-    approvals = commands.add_parser("approvals", help="list or answer tool calls held for approval")
+    approvals = commands.add_parser(
+        "approvals", **_described("approvals", "list or answer tool calls held for approval")
+    )
     approvals.add_argument("--url", help="the server's base URL (default: MCP_APPROVALS_URL or http://127.0.0.1:8000)")
     approvals.add_argument("action", choices=["list", "allow", "deny"])
     approvals.add_argument("id", nargs="?", help="the held call's approval id")
@@ -97,10 +125,36 @@ def _parser() -> argparse.ArgumentParser:
     from .observe.report import add_report_arguments
     from .offline.check import add_check_arguments
 
-    add_report_arguments(commands.add_parser("report", help="a gateway conformance report again: its table or page"))
-
-    add_check_arguments(commands.add_parser("check", help="validate a recorded MCP session (NDJSON capture) offline"))
+    add_report_arguments(
+        commands.add_parser("report", **_described("report", "a gateway conformance report again: its table or page"))
+    )
+    add_check_arguments(
+        commands.add_parser("check", **_described("check", "validate a recorded MCP session (NDJSON capture) offline"))
+    )
+    _add_wrap_and_doctor(commands)
     return parser
+
+
+def _add_wrap_and_doctor(commands: Any) -> None:
+    """``wrap`` (a client's configuration behind the gateway) and ``doctor`` (an upstream checked in one go)."""
+    from .offline.wrap import add_wrap_arguments
+
+    doctor = commands.add_parser(
+        "doctor",
+        **_described("doctor", "check an MCP server in one go: every protocol version, its tools, every frame"),
+        usage="mcp-server doctor [--format text|json] [--timeout SECONDS] [--config FILE] [--policy FILE] "
+        "(--upstream URL | -- COMMAND ...)",
+    )
+    doctor.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
+    doctor.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    doctor.add_argument("--format", choices=["text", "json"], default="text", help="the verdict's form (text)")
+    doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
+    doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
+    add_wrap_arguments(
+        commands.add_parser(
+            "wrap", **_described("wrap", "put every server of an MCP client's configuration behind the gateway")
+        )
+    )
 
 
 def _setup_logging(environ: Mapping[str, str]) -> None:
@@ -274,6 +328,23 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         _say("mcp:shutdown mode=gateway")
 
 
+def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    from .gateway import doctor, startup
+
+    settings = Settings.from_env(environ)
+    gateway = startup.prepare(
+        settings,
+        environ,
+        None,
+        upstream_url=args.upstream,
+        command=command,
+        config_path=args.config,
+        mode="observe",  # everything passes, so that everything is seen and counted
+        policy_path=args.policy,
+    )
+    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=args.timeout, format=args.format)
+
+
 def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
     """A listening socket bound before the server starts, and its URL (port 0: the one picked)."""
     from .transport.http import bind_tcp
@@ -290,17 +361,13 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     argv = list(sys.argv[1:] if argv is None else argv)
     environ = os.environ if environ is None else environ
     command: list[str] = []
-    if argv[:1] == ["gateway"] and "--" in argv:
+    if argv[:1] in (["gateway"], ["doctor"]) and "--" in argv:
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
     if argv[:1] == ["golden"]:
         from .offline.golden import main_golden
 
         return main_golden(argv[1:])
-    if argv[:1] == ["report"]:
-        from .observe.report import main_report
-
-        return main_report(argv[1:])
     args = _parser().parse_args(argv)
     try:
         _setup_logging(environ)
@@ -316,6 +383,16 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return run_check(args)
         if args.command == "gateway":
             return _gateway(args, command, environ)
+        if args.command == "report":
+            from .observe.report import run_report
+
+            return run_report(args)
+        if args.command == "doctor":
+            return _doctor(args, command, environ)
+        if args.command == "wrap":
+            from .offline.wrap import run_wrap
+
+            return run_wrap(args)
         if args.command == "approvals":
             from .offline.approvals import run_approvals
 

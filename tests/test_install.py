@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from mcp_server import __version__
 
 from .conftest import ROOT, initialize_frame
 
@@ -43,20 +46,37 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _no_compiler(env: dict[str, str]) -> dict[str, str]:
+    """An environment where any attempt to compile C fails: the package must need none."""
+    return {**env, "CC": "/bin/false", "CXX": "/bin/false"}
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``pip install`` of the wheel built from this repository into a new venv: its ``bin`` folder."""
-    work = tmp_path_factory.mktemp("install")
-    source = _copy_source(work / "source")
-    wheels = work / "wheels"
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clean copy of the repository, as a clone holds it."""
+    return _copy_source(tmp_path_factory.mktemp("repository") / "source")
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from the repository, once for the module."""
+    wheels = tmp_path_factory.mktemp("wheels")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
         capture_output=True,
+        env=_no_compiler(dict(os.environ)),
         timeout=WAIT,
         check=False,
     )
     assert built.returncode == 0, built.stderr.decode()[-2000:]
     [wheel] = wheels.glob("*.whl")
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pip install`` of the wheel built from this repository into a new venv: its ``bin`` folder."""
+    work = tmp_path_factory.mktemp("install")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT)
     pip = subprocess.run(
@@ -128,3 +148,107 @@ def test_the_installed_wheel_validates_a_file_and_checks_a_capture(installed: Pa
     )
     assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
     assert json.loads(checked.stdout)["ok"] is True
+
+
+@pytest.mark.slow
+def test_the_built_wheel_is_pure_python(wheel: Path) -> None:
+    """Issue 23: the package installs with no compiler: its wheel is for any Python 3 on any platform."""
+    assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+
+
+def _version(binary: Path, tmp_path: Path) -> str:
+    result = subprocess.run(
+        [str(binary), "--version"], capture_output=True, text=True, env=_clean_env(tmp_path), timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()[0]
+
+
+@pytest.mark.slow
+def test_the_installed_program_tells_its_version(installed: Path, tmp_path: Path) -> None:
+    """Issue 23: `mcp-server --version` of the installed wheel names the package's version."""
+    assert _version(installed / "mcp-server", tmp_path) == f"mcp-server {__version__}"
+
+
+# How a README command installs the package: the fixture has done that, into the venv it gives.
+_INSTALL_STEP = re.compile(r"^\s*(python3? -m venv\b|\S*pip3? install\b|pipx install\b|uv tool install\b|uv venv\b)")
+
+
+def quick_start_command(readme: str) -> str:
+    """The first ``sh`` block of the README's Quick start, without its install steps."""
+    section = readme.split("\n## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None, "the Quick start has no sh block"
+    steps = [step for line in block.group(1).splitlines() for step in line.split(" && ") if step.strip()]
+    kept = [step for step in steps if not _INSTALL_STEP.match(step)]
+    assert kept and any("mcp-server" in step for step in kept), steps
+    return " && ".join(kept)
+
+
+@pytest.mark.slow
+def test_the_readme_quick_start_runs_on_the_installed_package(installed: Path, tmp_path: Path) -> None:
+    """Issue 23: the README's first command, read from the README, works on the installed package
+    (its `.venv` is the fresh venv the wheel went into): every request answered, none refused."""
+    command = quick_start_command((ROOT / "README.md").read_text())
+    (tmp_path / ".venv").symlink_to(installed.parent)
+    env = _clean_env(tmp_path)
+    env["PATH"] = f"{installed}{os.pathsep}{env.get('PATH', '')}"
+    result = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    replies = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert replies and all(reply.get("jsonrpc") == "2.0" and "error" not in reply for reply in replies), replies
+
+
+@pytest.fixture(scope="module")
+def installers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pipx and uv, from the package index into a throwaway venv (the machine need not have them)."""
+    venv = tmp_path_factory.mktemp("installers") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT)
+    pip = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "pipx", "uv"], capture_output=True, timeout=WAIT, check=False
+    )
+    assert pip.returncode == 0, pip.stderr.decode()[-2000:]
+    return venv / "bin"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["pipx", "uv"])
+def test_pipx_and_uv_install_the_repository_in_one_step(
+    tool: str, installers: Path, source: Path, tmp_path: Path
+) -> None:
+    """Issue 23: `pipx install` / `uv tool install` of the repository, no compiler and no other step,
+    gives a working `mcp-server` (its version, and a file validated on the bundled schemas)."""
+    env = _no_compiler(_clean_env(tmp_path))
+    bin_dir = tmp_path / "bin"
+    python = shutil.which("python3") or sys.executable  # the machine's Python, as a user's shell finds it
+    if tool == "pipx":
+        env |= {
+            "PIPX_HOME": str(tmp_path / "pipx"),
+            "PIPX_BIN_DIR": str(bin_dir),
+            "PIPX_MAN_DIR": str(tmp_path / "man"),
+        }
+        command = [str(installers / "pipx"), "install", "--python", python, str(source)]
+    else:
+        env |= {
+            "UV_TOOL_DIR": str(tmp_path / "uv-tools"),
+            "UV_TOOL_BIN_DIR": str(bin_dir),
+            "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+            "UV_PYTHON_DOWNLOADS": "never",
+        }
+        command = [str(installers / "uv"), "tool", "install", "--python", python, str(source)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=WAIT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _version(bin_dir / "mcp-server", tmp_path) == f"mcp-server {__version__}"
+    asset = tmp_path / "text.json"
+    asset.write_text(json.dumps({"type": "text", "text": "hello"}))
+    validated = subprocess.run(
+        [str(bin_dir / "mcp-server"), "validate", str(asset), "--schema", "TextContent"],
+        capture_output=True,
+        env=_clean_env(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert validated.returncode == 0, validated.stderr.decode()
+    assert json.loads(validated.stdout)["ok"] is True

@@ -48,9 +48,11 @@ def dumps_line(value: Any) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def dumps_pretty(value: Any) -> bytes:
-    """Serialise for people: two-space indent, sorted keys, trailing newline."""
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 | _SORTED | orjson.OPT_APPEND_NEWLINE)
+def dumps_pretty(value: Any, *, sort_keys: bool = True) -> bytes:
+    """Serialise for people: two-space indent, sorted keys (or, for a file a person keeps in their
+    own order, insertion order), trailing newline."""
+    option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+    return orjson.dumps(value, option=option | _SORTED if sort_keys else option)
 
 
 def canonical(value: Any) -> bytes:

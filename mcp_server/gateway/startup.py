@@ -69,7 +69,7 @@ class Gateway:
 def prepare(
     settings: Settings,
     environ: Mapping[str, str],
-    events: EventLog,
+    events: EventLog | None,
     *,
     upstream_url: str | None,
     command: Sequence[str],

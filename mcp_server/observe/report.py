@@ -34,12 +34,12 @@ __all__ = [
     "ConformanceReport",
     "ReportError",
     "add_report_arguments",
-    "main_report",
     "method_key",
     "nested",
     "party_of",
     "render_table",
     "run_digest",
+    "run_report",
     "write_page",
 ]
 
@@ -383,12 +383,10 @@ def write_page(out: Path, page: str) -> None:
         raise ReportError("io_error", f"cannot write {out}: {exc.strerror}") from None
 
 
-def main_report(argv: list[str]) -> int:
-    """``mcp-server report FILE [--html OUT]``: print a written report's table again, or write its
-    page. Exit 0 clean, 1 violations, 2 when the report cannot be read or the page written."""
-    parser = argparse.ArgumentParser(prog="mcp-server report", description="a gateway conformance report again")
-    add_report_arguments(parser)
-    args = parser.parse_args(argv)
+def run_report(args: argparse.Namespace) -> int:
+    """``mcp-server report FILE [--html OUT]`` (arguments from ``add_report_arguments``): print a
+    written report's table again, or write its page. Exit 0 clean, 1 violations, 2 when the report
+    cannot be read or the page written."""
     try:
         document = _load(Path(args.file))
         if args.html is not None:

@@ -250,7 +250,12 @@ def write_golden(path: Path, events: Sequence[Mapping[str, Any]]) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcp-server golden", description="record or check golden event logs")
+    parser = argparse.ArgumentParser(
+        prog="mcp-server golden",
+        description="example: mcp-server golden check session.ndjson session.golden.jsonl\n\n"
+        "record or check golden event logs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     record = verbs.add_parser("record", help="replay SCRIPT and write its events to GOLDEN")
     record.add_argument("script", type=Path)

@@ -1,0 +1,203 @@
+"""``mcp-server wrap CONFIG.json``: an MCP client's configuration rewritten so that every server in it
+runs behind ``mcp-server gateway``, the original kept beside it, and ``--undo``. Files only: it starts
+nothing, and a file it cannot read whole is left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..core import jsonio
+from ..core.settings import SetupError
+
+__all__ = ["add_wrap_arguments", "gateway_command", "run_wrap", "runs_dir", "wrap_servers"]
+
+# Where clients keep their servers: Claude Desktop and Cursor under ``mcpServers``, VS Code under ``servers``.
+SERVER_KEYS = ("mcpServers", "servers")
+BACKUP_SUFFIX = ".bak"
+
+
+def add_wrap_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", type=Path, help="the client's configuration file (JSON)")
+    parser.add_argument("--undo", action="store_true", help="put the original back from its backup (CONFIG.bak)")
+    parser.add_argument("--force", action="store_true", help="--undo even if CONFIG changed after it was wrapped")
+    parser.add_argument(
+        "--gateway-command", metavar="PATH", help="the mcp-server the client starts (default: this one, by full path)"
+    )
+
+
+def gateway_command() -> str:
+    """This ``mcp-server`` by its full path: a client starts its servers with a PATH of its own (a
+    desktop app's is short), where a bare name may not be found."""
+    launched = Path(sys.argv[0])
+    if launched.name == "mcp-server" and launched.is_file():
+        return str(launched.absolute())
+    beside = Path(sys.executable).parent / "mcp-server"  # ``python -m mcp_server`` in a virtual environment
+    if beside.is_file():
+        return str(beside)
+    return shutil.which("mcp-server") or "mcp-server"
+
+
+def runs_dir(environ: Mapping[str, str]) -> str:
+    """Where a wrapped gateway writes its log and reports: an absolute folder, as a client starts its
+    servers in a working directory of its own (a desktop app's may be ``/``, where nothing is written)."""
+    configured = environ.get("MCP_RUNS_DIR")
+    if configured:
+        return str(Path(configured).expanduser().absolute())
+    state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return str(Path(state) / "mcp-server" / "runs")
+
+
+def _with_runs(entry: dict[str, Any], name: str, runs: str) -> dict[str, Any]:
+    """The entry's ``env`` with ``MCP_RUNS_DIR`` (unless it names one already)."""
+    env = entry.get("env", {})
+    if not isinstance(env, Mapping):
+        raise SetupError(f"server {name!r}: env must be a JSON object")
+    return entry if "MCP_RUNS_DIR" in env else {**entry, "env": {**env, "MCP_RUNS_DIR": runs}}
+
+
+def _wrapped(entry: Mapping[str, Any]) -> bool:
+    command, args = entry.get("command"), entry.get("args")
+    return (
+        isinstance(command, str)
+        and Path(command).name == "mcp-server"
+        and isinstance(args, list)
+        and args[:1] == ["gateway"]
+    )
+
+
+def _behind_url(entry: Mapping[str, Any], gateway: str, url: str) -> dict[str, Any]:
+    """A remote server's entry as a local one: the gateway with ``--upstream URL`` (keys kept in place)."""
+    rewritten: dict[str, Any] = {}
+    for key, value in entry.items():
+        if key == "url":
+            rewritten["command"], rewritten["args"] = gateway, ["gateway", "--upstream", url]
+        elif key == "type":
+            rewritten["type"] = "stdio"
+        elif key != "headers":
+            rewritten[key] = value
+    return rewritten
+
+
+def _wrap_entry(name: str, entry: Any, gateway: str, runs: str) -> tuple[dict[str, Any] | None, str]:
+    """The server ``name``'s entry behind the gateway (its log under ``runs``), or ``None`` and why
+    it stays as it is."""
+    if not isinstance(entry, Mapping):
+        raise SetupError(f"server {name!r} is not a JSON object")
+    if _wrapped(entry):
+        return None, "already behind the gateway"
+    command, url = entry.get("command"), entry.get("url")
+    if isinstance(command, str) and command:
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+            raise SetupError(f"server {name!r}: args must be a list of strings")
+        wrapped = {**entry, "command": gateway, "args": ["gateway", "--", command, *args]}
+        return _with_runs(wrapped, name, runs), "wrapped"
+    if isinstance(url, str) and url:
+        if entry.get("type") == "sse":
+            return None, "left alone: a legacy SSE server (the gateway speaks Streamable HTTP)"
+        if entry.get("headers"):
+            return None, "left alone: it sends headers of its own, which the gateway cannot add"
+        if not url.startswith(("http://", "https://")):
+            raise SetupError(f"server {name!r}: url must be http(s), got {url!r}")
+        return _with_runs(_behind_url(entry, gateway, url), name, runs), "wrapped"
+    raise SetupError(f"server {name!r} has neither a command nor a url")
+
+
+def wrap_servers(document: Any, gateway: str, runs: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Every server of a client configuration behind ``gateway`` (its log under ``runs``): the new
+    document, and each server's name with what became of it. An unknown shape is a ``SetupError``."""
+    if not isinstance(document, Mapping):
+        raise SetupError("the configuration is not a JSON object")
+    if any(key in document and not isinstance(document[key], Mapping) for key in SERVER_KEYS):
+        raise SetupError(f"{' or '.join(SERVER_KEYS)} must be a JSON object of servers")
+    found = [key for key in SERVER_KEYS if key in document]
+    if not found:
+        raise SetupError(f"no {' or '.join(repr(key) for key in SERVER_KEYS)} object: not an MCP client configuration")
+    rewritten, outcomes = dict(document), []
+    for key in found:
+        servers = dict(document[key])
+        for name, entry in document[key].items():
+            wrapped, outcome = _wrap_entry(name, entry, gateway, runs)
+            if wrapped is not None:
+                servers[name] = wrapped
+            outcomes.append((name, outcome))
+        rewritten[key] = servers
+    return rewritten, outcomes
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise SetupError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` over ``path`` at once (a temporary file beside it, then a rename), its mode kept."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(data)
+        shutil.copymode(path, temporary)
+        temporary.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise SetupError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def run_wrap(args: argparse.Namespace) -> int:
+    path: Path = args.config
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    if args.undo:
+        return _undo(path, backup, force=args.force)
+    raw = _read(path)
+    try:
+        document = jsonio.loads(raw)
+    except jsonio.JSONSyntaxError as exc:
+        raise SetupError(f"{path} is not valid JSON (comments are not supported): {exc}") from None
+    rewritten, outcomes = wrap_servers(document, args.gateway_command or gateway_command(), runs_dir(os.environ))
+    lines = [f"{name}: {outcome}" for name, outcome in outcomes]
+    if rewritten == document:
+        sys.stdout.write("\n".join([*lines, f"{path}: nothing to change"]) + "\n")
+        return 0
+    try:
+        with backup.open("xb") as kept:  # exclusive: an earlier backup is never overwritten
+            kept.write(raw)
+        shutil.copymode(path, backup)
+    except FileExistsError:
+        raise SetupError(f"{backup} exists already: `mcp-server wrap --undo {path}` first, or move it away") from None
+    except OSError as exc:
+        raise SetupError(f"cannot write the backup {backup}: {exc.strerror}") from None
+    _replace(path, jsonio.dumps_pretty(rewritten, sort_keys=False))
+    # The backup carries the wrapped file's time: ``--undo`` tells a file changed since by its time.
+    written = path.stat()
+    os.utime(backup, ns=(written.st_atime_ns, written.st_mtime_ns))
+    lines += [f"{path}: rewritten; the original is {backup}", f"undo: mcp-server wrap --undo {path}"]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _undo(path: Path, backup: Path, *, force: bool) -> int:
+    """The original back from the backup (which is used up); refused when the configuration changed
+    after it was wrapped, as restoring would lose that change, unless ``force``."""
+    if not backup.is_file():
+        raise SetupError(f"no backup {backup}: nothing to undo")
+    if not force and path.exists() and path.stat().st_mtime_ns != backup.stat().st_mtime_ns:
+        raise SetupError(
+            f"{path} changed after it was wrapped; restoring {backup} would lose that change "
+            "(compare the two, then `--undo --force`)"
+        )
+    try:
+        backup.replace(path)
+    except OSError as exc:
+        raise SetupError(f"cannot restore {path}: {exc.strerror}") from None
+    sys.stdout.write(f"{path}: restored from {backup}\n")
+    return 0

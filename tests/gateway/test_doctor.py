@@ -1,0 +1,119 @@
+"""`mcp-server doctor` against real upstreams: every version, the tools, every frame, a verdict (issue 23)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_server.registry.schemas import SchemaRegistry
+
+from ..conftest import ROOT, server_env
+from ..node_tools import SERVER_EVERYTHING, npm_bin
+from .test_gateway_conformance import free_port, running
+
+WAIT = 120.0
+SDK_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "sdk_server.py")]
+BROKEN_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "broken_server.py")]
+
+
+def doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_server", "doctor", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=server_env(tmp_path),
+        timeout=WAIT,
+        check=False,
+    )
+
+
+def verdict(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert "Traceback" not in result.stdout + result.stderr
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def test_a_conforming_sdk_server_is_ok_at_every_bundled_version(tmp_path: Path) -> None:
+    """Issue 23: the handshake at every version the upstream accepts (2026-07-28 by `server/discover`),
+    its tools, no violation: exit 0 and the command that puts it behind the gateway."""
+    result = doctor(tmp_path, "--format", "json", "--", *SDK_SERVER)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = verdict(result)
+    versions = SchemaRegistry().versions
+    assert [entry["version"] for entry in found["versions"]] == list(reversed(versions))
+    assert found["accepted"] == list(reversed(versions))
+    assert all(sorted(entry["tools"]) == ["add", "echo", "fail"] for entry in found["versions"])
+    assert found["violations"] == {}
+    text = doctor(tmp_path, "--", *SDK_SERVER)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[-1].endswith("mcp-server gateway -- " + " ".join(SDK_SERVER))
+
+
+def test_a_broken_server_is_told_its_problems_and_exits_1(tmp_path: Path) -> None:
+    """Issue 23: every page of `tools/list` is read and each tool's schemas validated; a tool whose
+    inputSchema is no JSON Schema is a violation, and the verdict is problems (exit 1)."""
+    result = doctor(tmp_path, "--format", "json", "--", *BROKEN_SERVER, "--pages")
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = verdict(result)
+    assert found["ok"] is False
+    assert "2025-11-25" in found["accepted"]
+    assert "2026-07-28" not in found["accepted"]  # it knows no server/discover
+    assert len(found["versions"][1]["tools"]) == 10  # three pages and a last one
+    assert found["violations_by_tool"]["invalid_tool_schema"] == {"badschema": len(found["accepted"])}
+    text = doctor(tmp_path, "--", *BROKEN_SERVER, "--pages")
+    assert text.returncode == 1
+    assert "invalid_tool_schema" in text.stdout
+
+
+def test_a_streamable_http_upstream_is_examined_over_http(tmp_path: Path) -> None:
+    """Issue 23: `--upstream URL` examines a Streamable HTTP server the same way."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with running([*SDK_SERVER, "http", str(port)], url, server_env(tmp_path)):
+        result = doctor(tmp_path, "--format", "json", "--upstream", url)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = verdict(result)
+    assert "2025-11-25" in found["accepted"]
+    assert found["violations"] == {}
+
+
+def test_an_upstream_that_exits_at_once_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    """Issue 23 / ADR 12: an upstream gone before it answers is `upstream_unavailable`, exit 1."""
+    result = doctor(tmp_path, "--format", "json", "--", sys.executable, "-c", "pass")
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = verdict(result)
+    assert found["accepted"] == []
+    assert "upstream_unavailable" in found["violations"]
+
+
+@pytest.mark.parametrize(
+    "upstream",
+    [["--", "no-such-mcp-server-command"], ["--upstream", "http://127.0.0.1:{port}/mcp"], []],
+    ids=["command-not-found", "url-refused", "nothing"],
+)
+def test_unusable_input_exits_2_with_a_clear_error(tmp_path: Path, upstream: list[str]) -> None:
+    """Issue 23: a command that does not exist or a URL nobody listens on is unusable input: exit 2,
+    `mcp:error reason=setup_failed`, no traceback."""
+    args = [arg.format(port=free_port()) for arg in upstream]
+    result = doctor(tmp_path, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith("mcp:error reason=setup_failed detail=")
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stdout == ""
+
+
+@pytest.mark.slow
+def test_the_reference_server_everything_is_ok(tmp_path: Path) -> None:
+    """Issue 23: the reference server from npm passes the doctor at the versions it accepts."""
+    everything = npm_bin(SERVER_EVERYTHING, "mcp-server-everything")
+    result = doctor(tmp_path, "--format", "json", "--", str(everything), "stdio")
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = verdict(result)
+    assert "2025-11-25" in found["accepted"]
+    assert all("echo" in entry["tools"] for entry in found["versions"] if entry["accepted"])
