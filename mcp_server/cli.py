@@ -98,6 +98,14 @@ def _parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", **_described("validate", "validate one asset file"))
     validate.add_argument("file")
     validate.add_argument("--schema", metavar="NAME")
+    _add_gateway(commands, logs)
+    commands.add_parser("golden", **_described("golden", "record or check golden event logs"))
+    _add_offline(commands)
+    _add_wrap_and_doctor(commands)
+    return parser
+
+
+def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway = commands.add_parser(
         "gateway",
         parents=[logs],
@@ -113,8 +121,14 @@ def _parser() -> argparse.ArgumentParser:
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
-    commands.add_parser("golden", **_described("golden", "record or check golden event logs"))
     gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
+
+
+def _add_offline(commands: Any) -> None:
+    """``approvals``, ``report`` and ``check``: what works on a run's files or a server's approvals."""
+    from .observe.report import add_report_arguments
+    from .offline.check import add_check_arguments
+
     approvals = commands.add_parser(
         "approvals", **_described("approvals", "list or answer tool calls held for approval")
     )
@@ -122,17 +136,12 @@ def _parser() -> argparse.ArgumentParser:
     approvals.add_argument("action", choices=["list", "allow", "deny"])
     approvals.add_argument("id", nargs="?", help="the held call's approval id")
     approvals.add_argument("sha256", nargs="?", help="to allow: the arguments' SHA-256 shown by `list`")
-    from .observe.report import add_report_arguments
-    from .offline.check import add_check_arguments
-
     add_report_arguments(
         commands.add_parser("report", **_described("report", "a gateway conformance report again: its table or page"))
     )
     add_check_arguments(
         commands.add_parser("check", **_described("check", "validate a recorded MCP session (NDJSON capture) offline"))
     )
-    _add_wrap_and_doctor(commands)
-    return parser
 
 
 def _add_wrap_and_doctor(commands: Any) -> None:
