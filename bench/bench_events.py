@@ -58,7 +58,8 @@ def main() -> None:
                     path = log.close()  # the writer finishes what is queued before the next run: none is dropped
                     written = sum(1 for _ in path.open("rb"))
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-    paired = statistics.median(b / a for a, b in zip(rates["off"], rates["on"], strict=True))
+    pairs = sorted(b / a for a, b in zip(rates["off"], rates["on"], strict=True))
+    paired = statistics.median(pairs)
     cpu_off, cpu_on = statistics.median(cpu["off"]), statistics.median(cpu["on"])
     print(f"corpus: {len(frames)} frames at {VERSION}; medians of {repeats} alternating runs")
     print(f"{'':34}{'frames/s':>12}{'p50 µs':>10}{'p99 µs':>10}{'CPU µs/frame':>14}")
@@ -68,6 +69,10 @@ def main() -> None:
     print(f"events in the last log file: {written} (frames: {len(frames)})")
     print(f"logging on / off, wall clock (median of pairs): {paired:.2f}; cost {100 * (1 - paired):.1f} %", end="")
     print(" (target <= 5 %)")
+    costs = [100 * (1 - ratio) for ratio in reversed(pairs)]  # the spread: how much one pair tells
+    quartiles = statistics.quantiles(costs, n=4)
+    print(f"  cost of each pair, lowest first: {' '.join(f'{c:.1f}' for c in costs)} %", end="")
+    print(f" (quartiles {quartiles[0]:.1f} .. {quartiles[2]:.1f} %)")
     cpu_ratio = cpu_off / cpu_on
     print(f"logging on / off, this process's CPU time: {cpu_ratio:.2f}; cost {100 * (1 - cpu_ratio):.1f} %")
 
