@@ -127,10 +127,8 @@ class EventFormatter:
             parent = trace = None
             if type(meta) is dict:  # what the sender says of its trace and step
                 parent = _said(meta.get("traceparent"), str)
-                event["agent_step"], event["attempt"] = (
-                    _said(meta.get("agent_step"), int),
-                    _said(meta.get("attempt"), int),
-                )
+                event["agent_step"] = _said(meta.get("agent_step"), int)
+                event["attempt"] = _said(meta.get("attempt"), int)
             if rid is not None and (kind == "response" or kind == "error_response"):
                 trace = traces.pop((sid, rid), None)  # a response shares its request's trace
             if trace is None:
@@ -145,20 +143,13 @@ class EventFormatter:
                 if millis != millis_now:
                     millis_now, ts = millis, self._ts(millis)
                 event["duration_ms"] = round(seconds * 1e6) / 1000  # to the microsecond
-            event["ts"] = ts
-            event["seq"] = seq
-            event["session_id"] = sid
-            event["trace_id"] = trace
-            event["request_id"] = rid
-            event["transport"] = transport
-            event["direction"] = direction
-            event["kind"] = kind
-            event["route"] = route
-            event["method"] = method
-            event["tool_id"] = tool
-            event["status"] = status
-            event["bytes_in"] = size
-            event["protocol_version"] = version
+            event["ts"], event["seq"] = ts, seq  # two at a time: no tuple is made for two
+            event["session_id"], event["trace_id"] = sid, trace
+            event["request_id"], event["transport"] = rid, transport
+            event["direction"], event["kind"] = direction, kind
+            event["route"], event["method"] = route, method
+            event["tool_id"], event["status"] = tool, status
+            event["bytes_in"], event["protocol_version"] = size, version
             if error is not None:
                 event["error"], event["redaction_applied"], event["policy_violation"] = self._refusal(error)
             if action is not None:  # the one field some frames have: before the metadata, as the others
@@ -172,12 +163,8 @@ class EventFormatter:
             answer = event.copy()  # the frame's own event keeps only the bytes it came with
             self.seq = seq = answer["seq"] = seq + 1
             answer["direction"] = "server_to_client" if direction == "client_to_server" else "client_to_server"
-            answer["kind"], answer["bytes_in"], answer["bytes_out"], answer["duration_ms"] = (
-                reply_kind,
-                0,
-                bytes_out,
-                0.0,
-            )
+            answer["kind"], answer["duration_ms"] = reply_kind, 0.0
+            answer["bytes_in"], answer["bytes_out"] = 0, bytes_out
             answer.pop("action", None)
             yield event
             yield answer
