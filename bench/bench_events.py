@@ -14,6 +14,7 @@ Usage: python bench/bench_events.py [--quick]
 
 from __future__ import annotations
 
+import resource
 import statistics
 import sys
 import tempfile
@@ -40,6 +41,7 @@ def main() -> None:
     cpu: dict[str, list[float]] = {"off": [], "on": []}  # this process's CPU seconds per frame
     latencies: dict[str, list[float]] = {"off": [], "on": []}
     written = 0
+    writer_cpu: list[float] = []  # the writer process's CPU seconds per event, its start-up left out
 
     def measure(name: str, events: EventLog | None = None) -> None:
         began = time.process_time()
@@ -47,18 +49,28 @@ def main() -> None:
         cpu[name].append((time.process_time() - began) / len(frames))
         rates[name].append(rate)
 
+    def children_cpu() -> float:  # of the writer processes ended so far
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
     with tempfile.TemporaryDirectory() as runs:
         run_chain(frames, tools, registry)  # warm-up
+        before = children_cpu()
+        EventLog(EventLogSettings(runs_dir=Path(runs), stream="idle")).open().close()
+        start_up = children_cpu() - before  # a writer that writes nothing: its start and its end
         for repeat in range(repeats):
             for name in ("off", "on") if repeat % 2 == 0 else ("on", "off"):  # neither always goes first
                 log = EventLog(EventLogSettings(runs_dir=Path(runs), stream="bench")).open() if name == "on" else None
                 time.sleep(0.5)  # the same pause before each: the writer process has started (steady state)
+                before = children_cpu()
                 measure(name, log)
                 if log is not None:
                     path = log.close()  # the writer finishes what is queued before the next run: none is dropped
                     written = sum(1 for _ in path.open("rb"))
+                    writer_cpu.append((children_cpu() - before - start_up) / written)
     off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-    paired = statistics.median(b / a for a, b in zip(rates["off"], rates["on"], strict=True))
+    pairs = sorted(b / a for a, b in zip(rates["off"], rates["on"], strict=True))
+    paired = statistics.median(pairs)
     cpu_off, cpu_on = statistics.median(cpu["off"]), statistics.median(cpu["on"])
     print(f"corpus: {len(frames)} frames at {VERSION}; medians of {repeats} alternating runs")
     print(f"{'':34}{'frames/s':>12}{'p50 µs':>10}{'p99 µs':>10}{'CPU µs/frame':>14}")
@@ -68,7 +80,12 @@ def main() -> None:
     print(f"events in the last log file: {written} (frames: {len(frames)})")
     print(f"logging on / off, wall clock (median of pairs): {paired:.2f}; cost {100 * (1 - paired):.1f} %", end="")
     print(" (target <= 5 %)")
+    costs = [100 * (1 - ratio) for ratio in reversed(pairs)]  # the spread: how much one pair tells
+    quartiles = statistics.quantiles(costs, n=4)
+    print(f"  cost of each pair, lowest first: {' '.join(f'{c:.1f}' for c in costs)} %", end="")
+    print(f" (quartiles {quartiles[0]:.1f} .. {quartiles[2]:.1f} %)")
     cpu_ratio = cpu_off / cpu_on
+    print(f"the writer process: {statistics.median(writer_cpu) * 1e6:.2f} CPU µs per event (its start-up left out)")
     print(f"logging on / off, this process's CPU time: {cpu_ratio:.2f}; cost {100 * (1 - cpu_ratio):.1f} %")
 
 

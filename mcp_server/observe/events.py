@@ -1,11 +1,11 @@
 """The structured event log: one JSON event per frame and direction, and per start, stop, violation
 and policy decision, written as JSONL under ``runs/mcp_server/<stream>/`` and to stderr.
 
-The log observes: the boundary hands it one tuple of plain values per frame once the frame is
-answered, and nothing else on the request path. Each batch of rows crosses a pipe as one JSON line
-to a writer process that makes the events and writes them (``writer.py``); a loop timer sends what a
-trickle leaves. A full pipe makes the producer wait (backpressure): no event is ever dropped.
-With the log off nothing is built at all.
+The log observes: once a frame is answered, the boundary hands it one tuple of the values the
+caller holds (``PASSED_ROW``), and nothing else happens on the request path. Each batch of rows
+crosses a pipe as one JSON line to a writer process that derives and writes the events
+(``writer.py``); a loop timer sends what a trickle leaves. A full pipe makes the producer wait
+(backpressure): no event is ever dropped. With the log off nothing is built at all.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from .writer import EventFormatter, FileWriter, Rotation, keep_newest, link_late
 
 __all__ = [
     "FRAME_ROW",
+    "PASSED_ROW",
     "VOLATILE_FIELDS",
     "EventLog",
     "EventLogSettings",
@@ -65,9 +66,33 @@ FRAME_ROW = (
     "action",
     "reply_kind",
 )
-"""The names of a frame row's values, in order (``EventLog.frame`` makes it, the writer reads it).
+"""The names of a refused frame's row, in order (``EventLog.refused`` makes it, the writer reads it).
 ``reply_kind`` names the reply the frame earned where it arrived (a frame of its own, in the other
 direction: the writer makes its event), ``None`` when it earned none there."""
+
+PASSED_ROW = (
+    "when",
+    "began",
+    "session_id",
+    "request_id",
+    "transport",
+    "direction",
+    "kind",
+    "route",
+    "method",
+    "tool_id",
+    "bytes_in",
+    "protocol_version",
+    "meta",
+    "reply",
+)
+"""The names of a passed frame's row, in order (``EventLog.frame`` makes it): only what the caller
+holds; the writer derives the rest of the event (its duration, status, route and bytes out).
+``meta`` is the frame's ``params._meta`` as it came (the row holds nothing else of the message,
+and only until its batch is sent); ``reply`` the size of the reply the frame earned where it
+arrived and the frame's status by it, ``None`` when it earned none there (status ``ok``)."""
+
+_UNREAD = (None,) * len(Message._fields)  # a frame passed on unread: nothing is known of it but its bytes
 
 _BATCH = 256  # rows sent to the writer together
 _WRITER_PERIOD = 0.05  # seconds: how stale the file may be under a trickle of events
@@ -117,7 +142,8 @@ class EventLog:
     # -- set-up ---------------------------------------------------------------------------
 
     def count_with(self, count: Callable[[tuple[Any, ...]], None]) -> None:
-        """Hand every row to ``count`` as it is queued (metrics: plain arithmetic on this thread)."""
+        """Hand every row (``PASSED_ROW``, ``FRAME_ROW`` or an emitted one) to ``count`` as its batch
+        is sent (metrics: plain arithmetic on this thread, never in the per-frame call)."""
         self._count = count
 
     def set_stderr(self, *, format: str, every_event: bool) -> None:
@@ -196,49 +222,32 @@ class EventLog:
         began: float,
         route: str | None = None,
     ) -> None:
-        """A frame the chain passed: its row (``FRAME_ROW``), once it has its reply (``None``: the
+        """A frame the chain passed: its row (``PASSED_ROW``), once it has its reply (``None``: the
         frame went on unanswered). ``route`` is the method that served it, or ``"relay"``.
-        It runs once per frame on the request path: plain reads and one tuple, nothing else."""
+        It runs once per frame on the request path: a clock reading and one tuple of what the
+        caller holds; the writer process derives the rest."""
         end = perf_counter()
-        session = frame.session
-        size = len(frame.raw) if frame.size is None else frame.size
-        bytes_out, status, reply_kind = size if route == "relay" else 0, "ok", None
-        if reply is not None:
-            bytes_out, reply_kind = len(reply.to_bytes()), "response"
-            document = reply.document
-            result = document.get("result") if document is not None else None
-            if type(result) is dict and result.get("isError") is True:
-                status = "tool_error"
-        kind = request_id = method = tool = version = meta = None
-        if message is not None:
-            kind, request_id, method, params, version, tool, _ = message
-            if params is not None and "_meta" in params:  # what the sender says of its trace and step
-                meta = params["_meta"] if type(params["_meta"]) is dict else None
+        raw, transport, session, size, direction, _ = frame
+        kind, request_id, method, params, version, tool, _ = message or _UNREAD
         rows = self._rows
         rows.append(
             (
                 end,
+                began,
                 session.log_id or self.session_id(session),
                 request_id,
-                frame.transport,
-                frame.direction,
+                transport,
+                direction,
                 kind,
-                route or method,
+                route,
                 method,
                 tool,
-                status,
-                end - began,
-                size,
-                bytes_out,
+                len(raw) if size is None else size,
                 version or session.version,
-                None,
-                meta,
-                None,
-                reply_kind,
+                None if params is None else params.get("_meta"),
+                None if reply is None else _answered(reply),
             )
         )
-        if self._count is not None:
-            self._count(rows[-1])
         if len(rows) >= _BATCH:
             self._send()
         elif self._timer is None:
@@ -314,8 +323,6 @@ class EventLog:
     def _put(self, row: tuple[Any, ...]) -> None:
         rows = self._rows
         rows.append(row)
-        if self._count is not None:
-            self._count(row)
         if len(rows) >= _BATCH:
             self._send()
         elif len(rows) == 1:
@@ -342,6 +349,10 @@ class EventLog:
         rows, self._rows = self._rows, []
         if not rows:
             return
+        if self._count is not None:
+            count = self._count
+            for row in rows:
+                count(row)
         anchor = time.time() - perf_counter()
         if self._sinks:
             for event in self._formatter.batch(anchor, rows):
@@ -360,6 +371,14 @@ class EventLog:
                 if self._redactor is not None:
                     self._fallback.formatter.redact = self._redactor.redact
         self._fallback.write(anchor, rows)
+
+
+def _answered(reply: Reply) -> tuple[int, str]:
+    """What a passed frame's row keeps of the reply it earned: its size, and the frame's status by
+    it (``tool_error`` when the result says ``isError``); the reply itself is not kept."""
+    document = reply.document
+    result = document.get("result") if document is not None else None
+    return len(reply.to_bytes()), "tool_error" if type(result) is dict and result.get("isError") is True else "ok"
 
 
 def _reply_id(reply: Reply) -> Any:

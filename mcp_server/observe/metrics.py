@@ -1,4 +1,4 @@
-"""Prometheus metrics, counted from the event log's rows as they are queued.
+"""Prometheus metrics, counted from the event log's rows as their batch is sent.
 
 Frames by direction, method and status; violations by rule; latency histograms per method and
 per tool; upstream restarts. Counting is plain integer arithmetic on the event loop's thread (no
@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 
 from ..registry.schemas import SchemaRegistry
 from .events import FRAME_ROW
-from .writer import EMITTED_ROW
+from .writer import EMITTED_ROW, PASSED_LENGTH
 
 __all__ = ["CONTENT_TYPE", "MAX_TOOL_LABELS", "Metrics"]
 
@@ -26,9 +26,9 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 MAX_TOOL_LABELS = 1000
 _OTHER = "(other)"
 _NONE = "(none)"
-_DIRECTION, _KIND, _METHOD, _TOOL, _STATUS, _SECONDS, _ERROR, _ACTION = map(
-    FRAME_ROW.index, ("direction", "kind", "method", "tool_id", "status", "seconds", "error", "action")
-)
+_REFUSED = tuple(
+    map(FRAME_ROW.index, ("direction", "kind", "method", "tool_id", "status", "seconds", "error", "action"))
+)  # where a refused frame's row holds what ``Metrics._frame`` counts, in its order
 _BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
@@ -83,35 +83,36 @@ class Metrics:
         return tool
 
     def count(self, row: Sequence[Any]) -> None:
-        """Count one event-log row (``events.EventLog`` queues them; see its ``frame`` and ``emit``)."""
-        if len(row) != EMITTED_ROW:  # a frame's
-            direction, kind, method, tool, status, seconds, error, action = (
-                row[_DIRECTION],
-                row[_KIND],
-                self._method(row[_METHOD]),
-                row[_TOOL],
-                row[_STATUS],
-                row[_SECONDS],
-                row[_ERROR],
-                row[_ACTION],
-            )
-            key = (direction or _NONE, method, status)
-            self.frames[key] = self.frames.get(key, 0) + 1
-            histogram = self.frame_seconds.get(method)
+        """Count one event-log row (``events.EventLog`` sends them; see its ``frame``, ``refused`` and ``emit``)."""
+        if len(row) == PASSED_LENGTH:  # events.PASSED_ROW: a frame the chain passed
+            when, began, _, _, _, direction, kind, _, method, tool, _, _, _, reply = row
+            self._frame(direction, kind, method, tool, "ok" if reply is None else reply[1], when - began, None, None)
+        elif len(row) != EMITTED_ROW:  # events.FRAME_ROW: a frame the chain refused
+            self._frame(*(row[at] for at in _REFUSED))
+        else:
+            self._emitted(row[1], row[3])
+
+    def _frame(
+        self, direction: Any, kind: Any, method: Any, tool: Any, status: str, seconds: float, error: Any, action: Any
+    ) -> None:
+        label = self._method(method)
+        key = (direction or _NONE, label, status)
+        self.frames[key] = self.frames.get(key, 0) + 1
+        histogram = self.frame_seconds.get(label)
+        if histogram is None:
+            histogram = self.frame_seconds[label] = _Histogram()
+        histogram.observe(seconds)
+        if tool is not None and method == "tools/call" and kind == "request":
+            tool_label = self._tool(tool)
+            histogram = self.tool_seconds.get(tool_label)
             if histogram is None:
-                histogram = self.frame_seconds[method] = _Histogram()
+                histogram = self.tool_seconds[tool_label] = _Histogram()
             histogram.observe(seconds)
-            if tool is not None and row[_METHOD] == "tools/call" and kind == "request":
-                label = self._tool(tool)
-                histogram = self.tool_seconds.get(label)
-                if histogram is None:
-                    histogram = self.tool_seconds[label] = _Histogram()
-                histogram.observe(seconds)
-            if error is not None and action is None:  # a gateway's rejections come as violation events
-                rule = error[0].lower()
-                self.violations[rule] = self.violations.get(rule, 0) + 1
-            return
-        _, event, _, fields = row
+        if error is not None and action is None:  # a gateway's rejections come as violation events
+            rule = error[0].lower()
+            self.violations[rule] = self.violations.get(rule, 0) + 1
+
+    def _emitted(self, event: str, fields: dict[str, Any]) -> None:
         if event == "frame":  # refused before the chain: counted by its status, and its error as a rule
             key = (fields.get("direction") or _NONE, _NONE, fields.get("status", "error"))
             self.frames[key] = self.frames.get(key, 0) + 1

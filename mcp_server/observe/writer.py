@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import sys
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +27,7 @@ __all__ = [
     "EMITTED_ROW",
     "FIXED_TS",
     "LOG_SCHEMA_VERSION",
+    "PASSED_LENGTH",
     "EventFormatter",
     "FileWriter",
     "Rotation",
@@ -47,7 +47,9 @@ _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}
 _OPEN_TRACES = 10_000  # requests whose trace id waits for the response, at most
 _WRITER_NICENESS = 5  # the writer process yields the cores to the process it logs for
 EMITTED_ROW = 4  # (when, event, session_id, fields): the shape of a row ``emit`` queues
-ROW_REPLY_KIND = 17  # where a frame row names the reply it earned where it arrived (events.FRAME_ROW)
+PASSED_LENGTH = 14  # the length of a row ``EventLog.frame`` queues (events.PASSED_ROW)
+_FRAME_LENGTH = 18  # the length of a row ``EventLog.refused`` queues (events.FRAME_ROW)
+_PASSED_META, _FRAME_META = 12, 15  # where each holds the frame's _meta
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,17 +76,15 @@ class EventFormatter:
         self.redact: Callable[[Any], tuple[Any, bool]] | None = None
         self._metadata = {"schemaVersion": LOG_SCHEMA_VERSION, "deterministic": deterministic}
         self.seq = 0  # the number of the last event made
-        self._open_traces: OrderedDict[tuple[str, Any], str] = OrderedDict()
+        self._open_traces: dict[tuple[str, Any], str] = {}  # oldest first
         self._ts_millis = -1  # the millisecond of the last ``ts``, and that ``ts``: many events share one
         self._ts_last = FIXED_TS
         self._ts_second = -1
         self._ts_prefix = ""
+        self._frame_event = {**_FRAME_EVENT, "run_id": run_id, "metadata": self._metadata}  # copied per frame
 
-    def _ts(self, when: float) -> str:
+    def _ts(self, millis: int) -> str:
         """ISO-8601 UTC with milliseconds; the part up to the second is formatted once a second."""
-        if self.deterministic:
-            return FIXED_TS
-        millis = int(when * 1000)
         if millis != self._ts_millis:
             self._ts_millis = millis
             second = millis // 1000
@@ -94,59 +94,86 @@ class EventFormatter:
             self._ts_last = f"{self._ts_prefix}{millis - second * 1000:03d}Z"
         return self._ts_last
 
-    def _trace(self, session_id: str, kind: str | None, request_id: Any, parent: str | None, seq: int) -> str:
-        """From ``_meta.traceparent`` (W3C) when the sender gave one; a response shares its request's."""
-        key = (session_id, request_id)
-        if request_id is not None and (kind == "response" or kind == "error_response"):
-            known = self._open_traces.pop(key, None)
-            if known is not None:
-                return known
-        found = _TRACEPARENT.match(parent) if parent is not None else None
-        trace = found.group(1) if found else f"{self.run_id}{seq:016x}"
-        if request_id is not None and kind == "request":
-            self._open_traces[key] = trace
-            if len(self._open_traces) > _OPEN_TRACES:
-                self._open_traces.popitem(last=False)
-        return trace
-
     def batch(self, anchor: float, rows: Sequence[Sequence[Any]]) -> Iterator[dict[str, Any]]:
         """The events of a batch of rows, numbered on from the last; a row's clock + ``anchor`` = wall clock.
 
-        A frame answered where it arrived (a server's reply, a gateway's own answer) is a row that
-        names the reply's kind: the reply is a frame of its own, the next event, in the other direction."""
-        build = self.build
+        One loop with every per-row step written out in it, each event a copy of a template with
+        what differs set: a call per row and step, or a dict made key by key, costs the writer as
+        much as the rest of its work, and a writer slower than the traffic makes the producer wait.
+        A frame answered where it arrived is a row that names its reply's kind: the reply is a frame
+        of its own, the next event, in the other direction, with the frame's trace and request id."""
+        run_id, deterministic, traces, match = self.run_id, self.deterministic, self._open_traces, _TRACEPARENT.match
+        new_event, millis_now, ts, seq = self._frame_event.copy, self._ts_millis, self._ts_last, self.seq
         for row in rows:
-            self.seq += 1
-            event = build(self.seq, anchor, row)
-            if len(row) == EMITTED_ROW or row[ROW_REPLY_KIND] is None:
+            seq += 1  # this event's number (``self.seq`` is set before each event goes out)
+            length = len(row)
+            if length == EMITTED_ROW:
+                self.seq = seq
+                yield self._emitted(seq, anchor, row)
+                continue
+            if length == PASSED_LENGTH:  # events.PASSED_ROW: derive what the producer left out
+                when, began, sid, rid, transport, direction, kind, route, method, tool, size, version, meta, reply = row
+                seconds, status, bytes_out = when - began, "ok", 0
+                error = action = reply_kind = None
+                if reply is not None:
+                    (bytes_out, status), reply_kind = reply, "response"
+                elif route == "relay":  # passed on as it came
+                    bytes_out = size
+                route = route or method
+            else:  # events.FRAME_ROW: a refused frame, every value given
+                when, sid, rid, transport, direction, kind, route, method, tool = row[:9]
+                status, seconds, size, bytes_out, version, error, meta, action, reply_kind = row[9:]
+            event = new_event()
+            parent = trace = None
+            if type(meta) is dict:  # what the sender says of its trace and step
+                parent = _said(meta.get("traceparent"), str)
+                event["agent_step"] = _said(meta.get("agent_step"), int)
+                event["attempt"] = _said(meta.get("attempt"), int)
+            if rid is not None and (kind == "response" or kind == "error_response"):
+                trace = traces.pop((sid, rid), None)  # a response shares its request's trace
+            if trace is None:
+                found = match(parent) if parent is not None else None
+                trace = found.group(1) if found else f"{run_id}{seq:016x}"
+                if rid is not None and kind == "request":
+                    traces[sid, rid] = trace
+                    if len(traces) > _OPEN_TRACES:
+                        del traces[next(iter(traces))]  # the oldest
+            if not deterministic:
+                millis = int((when + anchor) * 1000)
+                if millis != millis_now:
+                    millis_now, ts = millis, self._ts(millis)
+                event["duration_ms"] = round(seconds * 1e6) / 1000  # to the microsecond
+            event["ts"], event["seq"] = ts, seq  # two at a time: no tuple is made for two
+            event["session_id"], event["trace_id"] = sid, trace
+            event["request_id"], event["transport"] = rid, transport
+            event["direction"], event["kind"] = direction, kind
+            event["route"], event["method"] = route, method
+            event["tool_id"], event["status"] = tool, status
+            event["bytes_in"], event["protocol_version"] = size, version
+            if error is not None:
+                event["error"], event["redaction_applied"], event["policy_violation"] = self._refusal(error)
+            if action is not None:  # the one field some frames have: before the metadata, as the others
+                event["action"] = action
+                event["metadata"] = event.pop("metadata")
+            if reply_kind is None:
+                event["bytes_out"] = bytes_out
+                self.seq = seq
                 yield event
                 continue
-            self.seq += 1
-            reply = self._reply(self.seq, event, row[ROW_REPLY_KIND])
+            answer = event.copy()  # the frame's own event keeps only the bytes it came with
+            self.seq = seq = answer["seq"] = seq + 1
+            answer["direction"] = "server_to_client" if direction == "client_to_server" else "client_to_server"
+            answer["kind"], answer["duration_ms"] = reply_kind, 0.0
+            answer["bytes_in"], answer["bytes_out"] = 0, bytes_out
+            answer.pop("action", None)
             yield event
-            yield reply
-
-    def _reply(self, seq: int, request: dict[str, Any], kind: str) -> dict[str, Any]:
-        """The event of the reply a frame earned, from the frame's own (same trace, request id and
-        route); the frame's own event keeps only the bytes it came with."""
-        reply = dict(request)
-        reply["seq"] = seq
-        reply["direction"] = "server_to_client" if request["direction"] == "client_to_server" else "client_to_server"
-        reply["kind"] = kind
-        reply["bytes_in"], reply["bytes_out"] = 0, request["bytes_out"]
-        reply["duration_ms"] = 0.0
-        reply.pop("action", None)
-        request["bytes_out"] = 0
-        return reply
-
-    def build(self, seq: int, anchor: float, row: Sequence[Any]) -> dict[str, Any]:
-        if len(row) == EMITTED_ROW:  # an event given by its fields (a frame refused before the chain, too)
-            return self._emitted(seq, anchor, row)
-        return self._frame(seq, anchor, row)
+            yield answer
 
     def _emitted(self, seq: int, anchor: float, row: Sequence[Any]) -> dict[str, Any]:
+        """An event given by its fields (a frame refused before the chain, too)."""
         when, event, session_id, fields = row
-        document = {"ts": self._ts(when + anchor), "run_id": self.run_id, "seq": seq, "event": event}
+        ts = FIXED_TS if self.deterministic else self._ts(int((when + anchor) * 1000))
+        document = {"ts": ts, "run_id": self.run_id, "seq": seq, "event": event}
         document["session_id"] = session_id
         document.update(_FRAME_DEFAULTS)
         document.update(fields)
@@ -156,62 +183,13 @@ class EventFormatter:
         document["metadata"] = self._metadata
         return document
 
-    def _frame(self, seq: int, anchor: float, row: Sequence[Any]) -> dict[str, Any]:
-        (
-            when,
-            session_id,
-            request_id,
-            transport,
-            direction,
-            kind,
-            route,
-            method,
-            tool,
-            status,
-            seconds,
-            bytes_in,
-            bytes_out,
-            version,
-            error,
-            meta,
-            action,
-            _,
-        ) = row
-        traceparent, step, attempt = _said(meta)
-        applied = violation = False
-        if error is not None:
-            name, details, violation = error
-            member = CanonicalError[name]
-            error, applied = self._error({"code": member.slug, "message": member.message, "details": details})
-        document = {
-            "ts": self._ts(when + anchor),
-            "run_id": self.run_id,
-            "seq": seq,
-            "event": "frame",
-            "session_id": session_id,
-            "trace_id": self._trace(session_id, kind, request_id, traceparent, seq),
-            "request_id": request_id,
-            "transport": transport,
-            "direction": direction,
-            "kind": kind,
-            "route": route,
-            "method": method,
-            "tool_id": tool,
-            "status": status,
-            "duration_ms": 0.0 if self.deterministic else round(seconds * 1e6) / 1000,  # to the microsecond
-            "bytes_in": bytes_in,
-            "bytes_out": bytes_out,
-            "protocol_version": version,
-            "error": error,
-            "redaction_applied": applied,
-            "policy_violation": violation,
-            "agent_step": step,
-            "attempt": attempt,
-        }
-        if action is not None:
-            document["action"] = action
-        document["metadata"] = self._metadata
-        return document
+    def _refusal(self, error: Sequence[Any]) -> tuple[dict[str, Any], bool, bool]:
+        """A refused frame's ``(member name, details, policy violation)``: its event's error,
+        whether redaction changed it, and whether the policy refused it."""
+        name, details, violation = error
+        member = CanonicalError[name]
+        shaped, applied = self._error({"code": member.slug, "message": member.message, "details": details})
+        return shaped, applied, violation
 
     def _error(self, error: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
         details = sorted(
@@ -243,10 +221,9 @@ class FileWriter:
     def write(self, anchor: float, rows: Sequence[Sequence[Any]]) -> None:
         # Each line is copied out as soon as it is made: holding a batch of lines (each over
         # pymalloc's small-object size) costs the allocator more than making them.
-        lines = bytearray()
-        stderr = self.stderr
+        lines, stderr, dump = bytearray(), self.stderr, jsonio.dumps_line
         for event in self.formatter.batch(anchor, rows):
-            lines += jsonio.dumps_line(event)
+            lines += dump(event)
             if stderr is not None:
                 feed(stderr, event)
         if lines:
@@ -294,7 +271,21 @@ def pack_rows(anchor: float, rows: list[tuple[Any, ...]]) -> bytes:
     """A batch of rows for the writer process: one JSON line of its clock's anchor and the rows. One
     C call for the whole batch (a line per event costs the producer's process ten times more); a
     float's shortest form reads back exactly, and the rows hold only what JSON holds."""
-    return jsonio.dumps_line((anchor, rows))
+    try:
+        return jsonio.dumps_line((anchor, rows))
+    except TypeError:  # a _meta nested deeper than JSON output goes (jsonio.MAX_DEPTH): send what events read
+        return jsonio.dumps_line((anchor, [_shallow(row) for row in rows]))
+
+
+def _shallow(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A frame's row with its ``_meta`` cut to what its event reads of it (``EventFormatter.batch``)."""
+    at = {PASSED_LENGTH: _PASSED_META, _FRAME_LENGTH: _FRAME_META}.get(len(row))
+    if at is None or type(row[at]) is not dict:
+        return row
+    meta = row[at]
+    said = {"traceparent": _said(meta.get("traceparent"), str)}
+    said["agent_step"], said["attempt"] = _said(meta.get("agent_step"), int), _said(meta.get("attempt"), int)
+    return (*row[:at], said, *row[at + 1 :])
 
 
 def unpack_rows(source: BinaryIO) -> tuple[float, list[Sequence[Any]]] | None:
@@ -305,6 +296,34 @@ def unpack_rows(source: BinaryIO) -> tuple[float, list[Sequence[Any]]] | None:
     anchor, rows = jsonio.loads(line)
     return anchor, rows
 
+
+_FRAME_EVENT: Mapping[str, Any] = {
+    "ts": FIXED_TS,
+    "run_id": None,
+    "seq": 0,
+    "event": "frame",
+    "session_id": None,
+    "trace_id": None,
+    "request_id": None,
+    "transport": None,
+    "direction": None,
+    "kind": None,
+    "route": None,
+    "method": None,
+    "tool_id": None,
+    "status": "ok",
+    "duration_ms": 0.0,
+    "bytes_in": 0,
+    "bytes_out": 0,
+    "protocol_version": None,
+    "error": None,
+    "redaction_applied": False,
+    "policy_violation": False,
+    "agent_step": None,
+    "attempt": None,
+    "metadata": None,
+}
+"""A frame's event: its fields in their order, and their values unless the row says otherwise."""
 
 _FRAME_DEFAULTS: Mapping[str, Any] = {
     "trace_id": None,
@@ -358,16 +377,9 @@ def keep_newest(directory: Path, keep: int, current: Path) -> None:
                 stale.unlink()
 
 
-def _said(meta: Mapping[str, Any] | None) -> tuple[str | None, int | None, int | None]:
-    """What the sender says of its trace and its agent's step in ``_meta`` (only values of the right type)."""
-    if meta is None:
-        return None, None, None
-    traceparent, step, attempt = meta.get("traceparent"), meta.get("agent_step"), meta.get("attempt")
-    return (
-        traceparent if type(traceparent) is str else None,
-        step if type(step) is int else None,
-        attempt if type(attempt) is int else None,
-    )
+def _said(value: Any, kind: type) -> Any:
+    """A value of ``_meta`` the event reads, when it has the right type (else ``None``)."""
+    return value if type(value) is kind else None
 
 
 def _last_seq(path: Path) -> int:

@@ -543,3 +543,77 @@ def test_rows_reach_the_writer_in_batches_whatever_values_they_carry() -> None:
             [[0.7, "policy", "s", {"direction": "client_to_server", "errors": [{"path": ""}]}]],
         )
         assert unpack_rows(stream) is None
+
+
+def test_a_burst_of_answered_frames_reaches_the_file_whole_in_order_and_exact(
+    tmp_path: Path, registry: SchemaRegistry, log_validator: Any
+) -> None:
+    """Issues 7 and 19: a burst of batches (the writer process derives each event from the few
+    values the server hands it) ends with every frame and every reply in the file, numbered
+    without a gap, each saying what was sent: its status, sizes, and its request's trace."""
+    log = EventLog(EventLogSettings(runs_dir=tmp_path, stream="burst", deterministic=True)).open()
+    from mcp_server.serve.tools.catalog import builtin_tools
+
+    handler = build_server(registry, ToolSet(builtin_tools({}, registry), registry), Settings(), events=log)
+    session = Session()
+    calls = [SESSION[0], SESSION[1]]
+    for index in range(300):  # past a batch of rows several times over: no pause lets a timer send them
+        for asset, step in (({"type": "text", "text": "hi"}, index), ({"type": "text"}, None)):
+            arguments = {"schema": "TextContent", "asset": asset}
+            params = {"name": "validate_asset", "arguments": arguments, "_meta": {"agent_step": step}}
+            calls.append({"jsonrpc": "2.0", "id": f"r{len(calls)}", "method": "tools/call", "params": params})
+    sent: list[tuple[bytes, bytes | None]] = []
+
+    async def burst() -> None:
+        for call in calls:
+            raw = jsonio.dumps(call)
+            reply = await handler(Frame(raw=raw, transport="test", session=session))
+            sent.append((raw, None if reply is None else reply.to_bytes()))
+
+    asyncio.run(burst())
+    events = list(read_events(log.close()))
+    frames = [e for e in events if e["event"] == "frame"]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert all(violations(log_validator, e) == [] for e in frames)
+    answered = [(raw, reply) for raw, reply in sent if reply is not None]
+    assert len(frames) == len(sent) + len(answered)
+    incoming = [e for e in frames if e["direction"] == "client_to_server"]
+    replies = {e["request_id"]: e for e in frames if e["direction"] == "server_to_client"}
+    assert [e["bytes_in"] for e in incoming] == [len(raw) for raw, _ in sent]
+    for call, event, (_, reply) in zip(calls[2:], incoming[2:], sent[2:], strict=True):
+        assert (event["request_id"], event["tool_id"], event["bytes_out"]) == (call["id"], "validate_asset", 0)
+        assert event["agent_step"] == call["params"]["_meta"]["agent_step"]
+        assert reply is not None
+        result = jsonio.loads(reply)["result"]
+        assert event["status"] == ("tool_error" if result.get("isError") else "ok")
+        answer = replies[call["id"]]
+        assert (answer["kind"], answer["bytes_in"], answer["bytes_out"]) == ("response", 0, len(reply))
+        assert (answer["trace_id"], answer["status"], answer["seq"]) == (
+            event["trace_id"],
+            event["status"],
+            event["seq"] + 1,
+        )
+    assert {e["status"] for e in incoming[2:]} == {"ok", "tool_error"}
+
+
+def test_a_frame_whose_meta_nests_deeper_than_json_output_goes_is_still_logged(tmp_path: Path) -> None:
+    """Issue 7, never drop an event: a valid request may nest its ``_meta`` deeper than JSON output
+    goes (the parser reads 1,024 levels, the serialiser writes 254); its event, and those of the
+    frames around it, still reach the file, with the trace and step it states; no traceback."""
+    deep = b'{"a":' * 300 + b"0" + b"}" * 300
+    meta = b'{"traceparent":"%s","agent_step":7,"deep":%s}' % (TRACEPARENT.encode(), deep)
+    frames = [
+        initialize_frame("2025-11-25", 1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":%s}}' % meta,  # passed
+        b'{"jsonrpc":"2.0","id":3,"method":"no/such/method","params":{"_meta":%s}}' % meta,  # refused
+        {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+    ]
+    result = run_serve(tmp_path, frames, "--deterministic")
+    assert result.returncode == 0 and b"Traceback" not in result.stderr
+    events = [e for e in read_events(latest(tmp_path / "runs")) if e["event"] == "frame"]
+    incoming = {e["request_id"]: e for e in events if e["direction"] == "client_to_server"}
+    assert sorted(k for k in incoming if k is not None) == [1, 2, 3, 4]
+    for request_id in (2, 3):
+        assert (incoming[request_id]["trace_id"], incoming[request_id]["agent_step"]) == (TRACEPARENT.split("-")[1], 7)
+    assert incoming[3]["error"]["code"] == CanonicalError.METHOD_NOT_FOUND.slug
