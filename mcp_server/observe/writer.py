@@ -12,6 +12,7 @@ import os
 import re
 import signal
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,7 +77,7 @@ class EventFormatter:
         self.redact: Callable[[Any], tuple[Any, bool]] | None = None
         self._metadata = {"schemaVersion": LOG_SCHEMA_VERSION, "deterministic": deterministic}
         self.seq = 0  # the number of the last event made
-        self._open_traces: dict[tuple[str, Any], str] = {}  # oldest first
+        self._open_traces: OrderedDict[tuple[str, Any], str] = OrderedDict()
         self._ts_millis = -1  # the millisecond of the last ``ts``, and that ``ts``: many events share one
         self._ts_last = FIXED_TS
         self._ts_second = -1
@@ -137,7 +138,7 @@ class EventFormatter:
                 if rid is not None and kind == "request":
                     traces[sid, rid] = trace
                     if len(traces) > _OPEN_TRACES:
-                        del traces[next(iter(traces))]  # the oldest
+                        traces.popitem(last=False)  # the oldest (a dict would scan what it deleted)
             if not deterministic:
                 millis = int((when + anchor) * 1000)
                 if millis != millis_now:
