@@ -7,7 +7,7 @@ chains take the frames in turn, so both see the same machine load. Usage: [--qui
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -18,12 +18,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_spine import CorpusTools, percentiles, terminal_handler  # noqa: E402
-from corpus import build  # noqa: E402
+from bench_spine import percentiles  # noqa: E402
+from corpus import CorpusTools, build  # noqa: E402
 
 from mcp_server.chain.compose import build_chain  # noqa: E402
-from mcp_server.core.types import Direction, Frame, Session  # noqa: E402
-from mcp_server.execution.policy import Policy, policy_stage  # noqa: E402
+from mcp_server.chain.policy_check import PolicyCheck  # noqa: E402
+from mcp_server.core.errors import Rejection  # noqa: E402
+from mcp_server.core.session import Session  # noqa: E402
+from mcp_server.core.types import Direction, Frame  # noqa: E402
+from mcp_server.execution.policy import Policy  # noqa: E402
 from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
 
@@ -46,24 +49,22 @@ def run(frames: list, tools: list[dict], registry: SchemaRegistry, policy: Polic
     """Both chains over the corpus, frame by frame in turn (order alternating), each with its own
     session: per-frame latencies measured in the same moments, so machine noise hits both alike."""
     schemas = CorpusTools(registry, tools)
-    plain = build_chain(terminal_handler(), registry=registry, tools=schemas)
-    governed = build_chain(terminal_handler(), registry=registry, tools=schemas, policy=policy_stage(policy))
+    both = (Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT)
+    plain = {d: build_chain(registry, d, tools=schemas).check for d in both}
+    governed = {d: build_chain(registry, d, tools=schemas, policy=PolicyCheck(policy, d)).check for d in both}
     sessions = (Session(), Session())
     without: list[float] = []
     with_policy: list[float] = []
-
-    async def drive() -> None:
-        clock = time.perf_counter
-        for index, item in enumerate(frames):
-            direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
-            order = ((plain, 0, without), (governed, 1, with_policy))
-            for chain, which, latencies in order if index % 2 == 0 else order[::-1]:
-                frame = Frame(raw=item.raw, transport="bench", session=sessions[which], direction=direction)
-                start = clock()
-                await chain(frame)
-                latencies.append(clock() - start)
-
-    asyncio.run(drive())
+    clock = time.perf_counter
+    for index, item in enumerate(frames):
+        direction = Direction.CLIENT_TO_SERVER if item.client else Direction.SERVER_TO_CLIENT
+        order = ((plain, 0, without), (governed, 1, with_policy))
+        for chains, which, latencies in order if index % 2 == 0 else order[::-1]:
+            frame = Frame(raw=item.raw, transport="bench", session=sessions[which], direction=direction)
+            start = clock()
+            with contextlib.suppress(Rejection):
+                chains[direction](frame)
+            latencies.append(clock() - start)
     return without, with_policy
 
 

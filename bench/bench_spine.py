@@ -26,36 +26,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from corpus import VERSION, build  # noqa: E402
+from corpus import VERSION, CorpusTools, build  # noqa: E402
 
 from mcp_server.chain.compose import build_chain  # noqa: E402
 from mcp_server.core.errors import Rejection  # noqa: E402
 from mcp_server.core.session import Session  # noqa: E402
 from mcp_server.core.types import REQUEST, Direction, Frame  # noqa: E402
-from mcp_server.registry.schemas import SchemaRegistry, ToolIO  # noqa: E402
-
-
-class CorpusTools:
-    strict = False
-
-    def __init__(self, registry: SchemaRegistry, tools: list[dict]) -> None:
-        self._io = {
-            t["name"]: ToolIO(
-                tool_id=t["name"],
-                input_schema=t["inputSchema"],
-                output_schema=t["outputSchema"],
-                input=registry.compile(t["inputSchema"]),
-                output=registry.compile(t["outputSchema"]),
-            )
-            for t in tools
-        }
-
-    @property
-    def table(self) -> dict[str, ToolIO]:
-        return self._io
-
-    def io(self, name: str) -> ToolIO | None:
-        return self._io.get(name)
+from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:

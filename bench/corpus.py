@@ -10,6 +10,8 @@ import json
 import random
 from dataclasses import dataclass
 
+from mcp_server.registry.schemas import SchemaRegistry, ToolIO
+
 VERSION = "2025-11-25"
 
 
@@ -192,3 +194,28 @@ def build(n_calls: int = 4000, seed: int = 7) -> tuple[list[BenchFrame], list[di
             rid,
         )
     return frames, tools
+
+
+class CorpusTools:
+    """The corpus's tools, compiled: the ``ToolSchemas`` a gateway would have learnt from its list."""
+
+    strict = False
+
+    def __init__(self, registry: SchemaRegistry, tools: list[dict]) -> None:
+        self._io = {
+            t["name"]: ToolIO(
+                tool_id=t["name"],
+                input_schema=t["inputSchema"],
+                output_schema=t["outputSchema"],
+                input=registry.compile(t["inputSchema"]),
+                output=registry.compile(t["outputSchema"]),
+            )
+            for t in tools
+        }
+
+    @property
+    def table(self) -> dict[str, ToolIO]:
+        return self._io
+
+    def io(self, name: str) -> ToolIO | None:
+        return self._io.get(name)

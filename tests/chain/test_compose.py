@@ -14,7 +14,7 @@ from mcp_server.core import jsonio
 from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.session import Session
 from mcp_server.core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Frame, Message
-from mcp_server.registry.schemas import SchemaRegistry, ToolIO
+from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META
 
 from ..conftest import ROOT
@@ -28,31 +28,6 @@ def _bench_corpus() -> Any:
     sys.modules["bench_corpus"] = module
     spec.loader.exec_module(module)
     return module
-
-
-class Tools:
-    """The corpus's tools, compiled: a ``ToolSchemas`` a gateway would have learnt."""
-
-    strict = False
-
-    def __init__(self, registry: SchemaRegistry, tools: list[dict[str, Any]]) -> None:
-        self._io = {
-            t["name"]: ToolIO(
-                tool_id=t["name"],
-                input_schema=t["inputSchema"],
-                output_schema=t["outputSchema"],
-                input=registry.compile(t["inputSchema"]),
-                output=registry.compile(t["outputSchema"]),
-            )
-            for t in tools
-        }
-
-    @property
-    def table(self) -> dict[str, ToolIO]:
-        return self._io
-
-    def io(self, name: str) -> ToolIO | None:
-        return self._io.get(name)
 
 
 def both_paths(chain: Chain, raw: bytes, prepare: Any) -> tuple[Message | None, Message | Rejection]:
@@ -112,7 +87,7 @@ def test_the_fast_path_and_the_stages_agree_on_a_recorded_session_and_decide_mos
     invalid) both paths agree frame by frame, and the fast path decides nearly every valid frame."""
     corpus = _bench_corpus()
     frames, tools = corpus.build(400)
-    schemas = Tools(registry, tools)
+    schemas = corpus.CorpusTools(registry, tools)
     chains = {d: build_chain(registry, d, tools=schemas) for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)}
     pending: dict[tuple[Direction, Any], tuple[str, str | None]] = {}
     decided = valid = 0
