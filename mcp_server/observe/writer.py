@@ -98,32 +98,18 @@ class EventFormatter:
     def batch(self, anchor: float, rows: Sequence[Sequence[Any]]) -> Iterator[dict[str, Any]]:
         """The events of a batch of rows, numbered on from the last; a row's clock + ``anchor`` = wall clock.
 
-        One loop with every per-row step written out in it, each event a copy of a template with
-        what differs set: a call per row and step, or a dict made key by key, costs the writer as
-        much as the rest of its work, and a writer slower than the traffic makes the producer wait.
-        A frame answered where it arrived is a row that names its reply's kind: the reply is a frame
-        of its own, the next event, in the other direction, with the frame's trace and request id."""
+        One loop, each event a copy of a template with what differs set (a call per row and step
+        costs as much as the rest). A frame answered where it arrived: its reply is the next event."""
         run_id, deterministic, traces, match = self.run_id, self.deterministic, self._open_traces, _TRACEPARENT.match
         new_event, millis_now, ts, seq = self._frame_event.copy, self._ts_millis, self._ts_last, self.seq
-        for row in rows:
+        for row in _frame_rows(rows):
             seq += 1  # this event's number (``self.seq`` is set before each event goes out)
-            length = len(row)
-            if length == EMITTED_ROW:
+            if len(row) == EMITTED_ROW:
                 self.seq = seq
                 yield self._emitted(seq, anchor, row)
                 continue
-            if length == PASSED_LENGTH:  # events.PASSED_ROW: derive what the producer left out
-                when, began, sid, rid, transport, direction, kind, route, method, tool, size, version, meta, reply = row
-                seconds, status, bytes_out = when - began, "ok", 0
-                error = action = reply_kind = None
-                if reply is not None:
-                    (bytes_out, status), reply_kind = reply, "response"
-                elif route == "relay":  # passed on as it came
-                    bytes_out = size
-                route = route or method
-            else:  # events.FRAME_ROW: a refused frame, every value given
-                when, sid, rid, transport, direction, kind, route, method, tool = row[:9]
-                status, seconds, size, bytes_out, version, error, meta, action, reply_kind = row[9:]
+            when, sid, rid, transport, direction, kind, route, method, tool = row[:9]
+            status, seconds, size, bytes_out, version, error, meta, action, reply_kind = row[9:]
             event = new_event()
             parent = trace = None
             if type(meta) is dict:  # what the sender says of its trace and step
@@ -298,6 +284,26 @@ def unpack_rows(source: BinaryIO) -> tuple[float, list[Sequence[Any]]] | None:
     return anchor, rows
 
 
+def _frame_rows(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
+    """The batch with each passed frame's row (``events.PASSED_ROW``) made whole (``FRAME_ROW``): what
+    the producer left out derived here, in one loop; the other rows as they are."""
+    whole: list[Sequence[Any]] = []
+    for row in rows:
+        if len(row) != PASSED_LENGTH:
+            whole.append(row)
+            continue
+        when, began, sid, rid, transport, direction, kind, route, method, tool, size, version, meta, reply = row
+        status, bytes_out, reply_kind = "ok", 0, None
+        if reply is not None:
+            (bytes_out, status), reply_kind = reply, "response"
+        elif route == "relay":  # passed on as it came
+            bytes_out = size
+        seconds, route = when - began, route or method
+        passed = (when, sid, rid, transport, direction, kind, route, method, tool, status, seconds, size)
+        whole.append((*passed, bytes_out, version, None, meta, None, reply_kind))  # no error, no action
+    return whole
+
+
 _FRAME_EVENT: Mapping[str, Any] = {
     "ts": FIXED_TS,
     "run_id": None,
@@ -327,24 +333,11 @@ _FRAME_EVENT: Mapping[str, Any] = {
 """A frame's event: its fields in their order, and their values unless the row says otherwise."""
 
 _FRAME_DEFAULTS: Mapping[str, Any] = {
-    "trace_id": None,
-    "request_id": None,
-    "transport": None,
-    "direction": None,
-    "route": None,
-    "method": None,
-    "tool_id": None,
-    "status": "ok",
-    "duration_ms": 0.0,
-    "bytes_in": 0,
-    "bytes_out": 0,
-    "protocol_version": None,
-    "error": None,
-    "redaction_applied": False,
-    "policy_violation": False,
-    "agent_step": None,
-    "attempt": None,
+    name: value
+    for name, value in _FRAME_EVENT.items()
+    if name not in ("ts", "run_id", "seq", "event", "session_id", "kind", "metadata")
 }
+"""What an emitted event holds of a frame's fields before its own (they follow its header, in order)."""
 
 
 def link_latest(directory: Path, path: Path) -> None:
