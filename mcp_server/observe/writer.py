@@ -98,19 +98,29 @@ class EventFormatter:
     def batch(self, anchor: float, rows: Sequence[Sequence[Any]]) -> Iterator[dict[str, Any]]:
         """The events of a batch of rows, numbered on from the last; a row's clock + ``anchor`` = wall clock.
 
-        One loop, each event a copy of a template with what differs set (a call per row and step
-        costs as much as the rest). A frame answered where it arrived: its reply is the next event."""
+        One loop, each event a copy of a template with what differs set: a call per row and step
+        costs as much as the rest (only refusals and replies, the rarer rows, take one)."""
         run_id, deterministic, traces, match = self.run_id, self.deterministic, self._open_traces, _TRACEPARENT.match
         new_event, millis_now, ts, seq = self._frame_event.copy, self._ts_millis, self._ts_last, self.seq
-        for row in _frame_rows(rows):
+        for row in rows:
             seq += 1  # this event's number (``self.seq`` is set before each event goes out)
-            if len(row) == EMITTED_ROW:
+            if (length := len(row)) == EMITTED_ROW:
                 self.seq = seq
                 yield self._emitted(seq, anchor, row)
                 continue
-            when, sid, rid, transport, direction, kind, route, method, tool = row[:9]
-            status, seconds, size, bytes_out, version, error, meta, action, reply_kind = row[9:]
             event = new_event()
+            if length == PASSED_LENGTH:  # events.PASSED_ROW: derive what the producer left out
+                when, began, sid, rid, transport, direction, kind, route, method, tool, size, version, meta, reply = row
+                seconds, status, bytes_out, reply_kind = when - began, "ok", 0, None
+                if reply is not None:
+                    (bytes_out, status), reply_kind = reply, "response"
+                elif route == "relay":  # passed on as it came
+                    bytes_out = size
+                route = route or method
+            else:  # events.FRAME_ROW: a refused frame, every value given
+                when, sid, rid, transport, direction, kind, route, method, tool = row[:9]
+                status, seconds, size, bytes_out, version, error, meta, action, reply_kind = row[9:]
+                self._refused(event, error, action)
             parent = trace = None
             if type(meta) is dict:  # what the sender says of its trace and step
                 parent = _said(meta.get("traceparent"), str)
@@ -137,24 +147,23 @@ class EventFormatter:
             event["route"], event["method"] = route, method
             event["tool_id"], event["status"] = tool, status
             event["bytes_in"], event["protocol_version"] = size, version
-            if error is not None:
-                event["error"], event["redaction_applied"], event["policy_violation"] = self._refusal(error)
-            if action is not None:  # the one field some frames have: before the metadata, as the others
-                event["action"] = action
-                event["metadata"] = event.pop("metadata")
             if reply_kind is None:
                 event["bytes_out"] = bytes_out
                 self.seq = seq
                 yield event
                 continue
-            answer = event.copy()  # the frame's own event keeps only the bytes it came with
-            self.seq = seq = answer["seq"] = seq + 1
-            answer["direction"] = "server_to_client" if direction == "client_to_server" else "client_to_server"
-            answer["kind"], answer["duration_ms"] = reply_kind, 0.0
-            answer["bytes_in"], answer["bytes_out"] = 0, bytes_out
-            answer.pop("action", None)
+            self.seq = seq = seq + 1
             yield event
-            yield answer
+            yield _answer(event, seq, reply_kind, bytes_out)
+
+    def _refused(self, event: dict[str, Any], error: Sequence[Any] | None, action: str | None) -> None:
+        """What a refused frame's event carries beyond a passed one's: its error, and what a gateway
+        did about it (``action``, the one field only some frames have: before the metadata)."""
+        if error is not None:
+            event["error"], event["redaction_applied"], event["policy_violation"] = self._refusal(error)
+        if action is not None:
+            event["action"] = action
+            event["metadata"] = event.pop("metadata")
 
     def _emitted(self, seq: int, anchor: float, row: Sequence[Any]) -> dict[str, Any]:
         """An event given by its fields (a frame refused before the chain, too)."""
@@ -284,24 +293,16 @@ def unpack_rows(source: BinaryIO) -> tuple[float, list[Sequence[Any]]] | None:
     return anchor, rows
 
 
-def _frame_rows(rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
-    """The batch with each passed frame's row (``events.PASSED_ROW``) made whole (``FRAME_ROW``): what
-    the producer left out derived here, in one loop; the other rows as they are."""
-    whole: list[Sequence[Any]] = []
-    for row in rows:
-        if len(row) != PASSED_LENGTH:
-            whole.append(row)
-            continue
-        when, began, sid, rid, transport, direction, kind, route, method, tool, size, version, meta, reply = row
-        status, bytes_out, reply_kind = "ok", 0, None
-        if reply is not None:
-            (bytes_out, status), reply_kind = reply, "response"
-        elif route == "relay":  # passed on as it came
-            bytes_out = size
-        seconds, route = when - began, route or method
-        passed = (when, sid, rid, transport, direction, kind, route, method, tool, status, seconds, size)
-        whole.append((*passed, bytes_out, version, None, meta, None, reply_kind))  # no error, no action
-    return whole
+def _answer(event: dict[str, Any], seq: int, kind: str, size: int) -> dict[str, Any]:
+    """The event of the reply a frame earned where it arrived: the frame's own, the next number, the
+    other direction; the frame's own event keeps only the bytes it came with."""
+    answer = event.copy()
+    answer["seq"] = seq
+    answer["direction"] = "server_to_client" if event["direction"] == "client_to_server" else "client_to_server"
+    answer["kind"], answer["duration_ms"] = kind, 0.0
+    answer["bytes_in"], answer["bytes_out"] = 0, size
+    answer.pop("action", None)
+    return answer
 
 
 _FRAME_EVENT: Mapping[str, Any] = {
