@@ -47,7 +47,6 @@ __all__ = [
     "SessionCheck",
     "add_check_arguments",
     "check_capture",
-    "main_check",
     "render_json",
     "render_junit",
     "render_page",
@@ -616,10 +615,3 @@ def run_check(args: argparse.Namespace) -> int:
     sys.stdout.write(render_page(document, Path(args.capture)) if render is None else render(document))
     sys.stdout.flush()
     return 1 if report.violations else 0
-
-
-def main_check(argv: Sequence[str]) -> int:
-    """``mcp-server check`` as its own program (the CLI hands it its parsed arguments instead)."""
-    parser = argparse.ArgumentParser(prog="mcp-server check", description="validate a recorded MCP session")
-    add_check_arguments(parser)
-    return run_check(parser.parse_args(list(argv)))
