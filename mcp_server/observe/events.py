@@ -32,6 +32,7 @@ from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply
 from ..execution.redaction import Redactor
 from .stderr import Sink, feed, stderr_sink
+from .tracing import Span
 from .writer import EventFormatter, FileWriter, Rotation, keep_newest, link_latest, pack_rows
 
 __all__ = [
@@ -64,10 +65,12 @@ FRAME_ROW = (
     "meta",
     "action",
     "reply_kind",
+    "trace",
 )
 """The names of a frame row's values, in order (``EventLog.frame`` makes it, the writer reads it).
 ``reply_kind`` names the reply the frame earned where it arrived (a frame of its own, in the other
-direction: the writer makes its event), ``None`` when it earned none there."""
+direction: the writer makes its event), ``None`` when it earned none there. ``trace``: the gateway's
+span of a call it forwarded, ``(trace_id, span_id, parent_span_id)``, else ``None``."""
 
 _BATCH = 256  # rows sent to the writer together
 _WRITER_PERIOD = 0.05  # seconds: how stale the file may be under a trickle of events
@@ -195,9 +198,11 @@ class EventLog:
         reply: Reply | None,
         began: float,
         route: str | None = None,
+        span: Span | None = None,
     ) -> None:
         """A frame the chain passed: its row (``FRAME_ROW``), once it has its reply (``None``: the
-        frame went on unanswered). ``route`` is the method that served it, or ``"relay"``.
+        frame went on unanswered). ``route`` is the method that served it, or ``"relay"``; ``span``
+        the gateway's span of the call it forwarded.
         It runs once per frame on the request path: plain reads and one tuple, nothing else."""
         end = perf_counter()
         session = frame.session
@@ -235,6 +240,7 @@ class EventLog:
                 meta,
                 None,
                 reply_kind,
+                None if span is None else (span.trace_id, span.span_id, span.parent_span_id),
             )
         )
         if self._count is not None:
@@ -245,9 +251,16 @@ class EventLog:
             self._send_soon()
 
     def refused(
-        self, frame: Frame, rejection: Rejection, reply: Reply | None, began: float, action: str | None = None
+        self,
+        frame: Frame,
+        rejection: Rejection,
+        reply: Reply | None,
+        began: float,
+        action: str | None = None,
+        span: Span | None = None,
     ) -> None:
-        """A frame the chain refused (``action``: what a gateway did about it), with its policy
+        """A frame the chain refused (``action``: what a gateway did about it; ``span``: its span,
+        when it went on all the same), with its policy
         decision first as an event of its own when the policy refused it and nobody told it yet."""
         end = perf_counter()
         session = frame.session
@@ -292,6 +305,7 @@ class EventLog:
                 meta,
                 action,
                 None if reply is None else "error_response" if reply.error is not None else "response",
+                None if span is None else (span.trace_id, span.span_id, span.parent_span_id),
             )
         )
 

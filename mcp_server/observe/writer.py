@@ -176,6 +176,7 @@ class EventFormatter:
             meta,
             action,
             _,
+            trace,
         ) = row
         traceparent, step, attempt = _said(meta)
         applied = violation = False
@@ -210,6 +211,8 @@ class EventFormatter:
         }
         if action is not None:
             document["action"] = action
+        if trace is not None:  # the gateway's span of a call it forwarded: the caller's span its parent
+            document["trace_id"], document["span_id"], document["parent_span_id"] = trace
         document["metadata"] = self._metadata
         return document
 
