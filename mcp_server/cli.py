@@ -317,7 +317,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         assert_formats=args.assert_formats,
         lock_path=args.lock,
         lock_server=args.lock_server,
-        tracer=_otel(environ) if args.otel or environ.get("MCP_OTEL") == "1" else None,
+        tracer=_tracer(args, settings, environ),
     )
     _redact_logs(gateway.redactor)
     _open_log(events, gateway.redactor)
@@ -358,8 +358,13 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         _say("mcp:shutdown mode=gateway")
 
 
-def _otel(environ: Mapping[str, str]) -> Tracer:
-    """OpenTelemetry export (the ``otel`` extra), imported only now that it is asked for."""
+def _tracer(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> Tracer:
+    """W3C trace context across the gateway; OpenTelemetry export (the ``otel`` extra) when asked
+    for, imported only then."""
+    if not (args.otel or environ.get("MCP_OTEL") == "1"):
+        from .observe.tracing import Tracer
+
+        return Tracer(settings.seed if settings.deterministic or args.deterministic else None)
     try:
         from .observe.otel import OtelTracer, exporter_from_env
     except ImportError:

@@ -166,7 +166,7 @@ class GatewaySession:
         self.lock = None if checks.lock is None else LockCheck(checks.lock, checks.lock_server)
         self.verdicts = Verdicts(checks.config, checks.report, checks.registry, self.lock)
         self.tracer = checks.tracer
-        self.spans: dict[RequestId, Span] = {}  # exported spans of calls upstream, until answered
+        self.spans: dict[RequestId, tuple[Span, str]] = {}  # exported spans of calls upstream, and verdicts
         self.inbound, self.outbound = _chains(checks, self.tools)
         self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
         self.readiness = Readiness(self.session, self.tools, self.own, checks.config.check_wait_seconds)
@@ -240,17 +240,21 @@ class GatewaySession:
         frame = frame._replace(raw=jsonio.dumps(document), size=size)
         return frame, message._replace(params=carried, document=document), span
 
-    def _started(self, span: Span, message: Message, handled: Handled) -> None:
-        """An exported span ends with its call's answer; a call answered here (refused) ends it now."""
+    def _started(self, span: Span, message: Message, handled: Handled, verdict: str = "relayed") -> None:
+        """An exported span ends with its call's answer (``verdict``: relayed, or observed: a violation
+        passed on); a call answered here (its approval refused) ends it now."""
         if handled.reply is not None:
             self.tracer.end(span, "enforced", error=True)
         elif self.tracer.always and message.id is not None:
-            self.spans[message.id] = span
+            self.spans[message.id] = (span, verdict)
 
-    def _answered(self, request_id: RequestId, verdict: str, *, error: bool) -> None:
-        span = self.spans.pop(request_id, None)
-        if span is not None:
-            self.tracer.end(span, verdict, error=error)
+    def _answered(self, request_id: RequestId, ending: str | None, *, error: bool) -> None:
+        """The span of the call ``request_id`` ends: answered by the upstream (``ending`` ``None``: its
+        verdict stands), or in its place (``answered``, ``timeout``, the session's end)."""
+        started = self.spans.pop(request_id, None)
+        if started is not None:
+            span, verdict = started
+            self.tracer.end(span, ending or verdict, error=error)
 
     async def _client_refused(self, frame: Frame, rejection: Rejection, began: float) -> Handled:
         action = self.verdicts.judge(frame, rejection)
@@ -260,7 +264,7 @@ class GatewaySession:
                 frame, message, span = self._traced(frame, message)
                 handled = await self._relay_request(frame, message)
                 if span is not None:
-                    self._started(span, message, handled)
+                    self._started(span, message, handled, action.value)
             elif message is None or not self._answers_gateway(message):
                 await self._to_upstream(frame.raw, message)
         elif action is Action.ANSWERED:  # the client's reply refused: the upstream is answered in its place
@@ -474,7 +478,7 @@ class GatewaySession:
         elif message.kind is not NOTIFICATION:
             self.deadlines.stop(message.id)
             if self.spans:
-                self._answered(message.id, "relayed", error=message.kind is ERROR_RESPONSE)
+                self._answered(message.id, None, error=message.kind is ERROR_RESPONSE)
 
     # -- timeouts and the end ------------------------------------------------------------------
 

@@ -207,7 +207,7 @@ class EventLog:
         end = perf_counter()
         session = frame.session
         size = len(frame.raw) if frame.size is None else frame.size
-        bytes_out, status, reply_kind = size if route == "relay" else 0, "ok", None
+        bytes_out, status, reply_kind = len(frame.raw) if route == "relay" else 0, "ok", None
         if reply is not None:
             bytes_out, reply_kind = len(reply.to_bytes()), "response"
             document = reply.document

@@ -5,6 +5,7 @@ own made its child, and what the forwarded call carries. Plain values; OpenTelem
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -72,14 +73,25 @@ class Span(NamedTuple):
 
 class Tracer:
     """Propagation only: a call that came with a trace gets a span id of the gateway's own (a child
-    of the caller's); one without gets none. Nothing is exported."""
+    of the caller's); one without gets none. Nothing is exported. With a ``seed`` (a deterministic
+    run) the span ids are derived from it and the order of the calls: a golden log stays golden."""
 
     always = False  # whether every forwarded call gets a span (an exporter's root spans)
+
+    def __init__(self, seed: str | None = None) -> None:
+        self._seed = seed
+        self._count = 0
 
     def start(self, parent: TraceParent | None, method: str, tool: str | None) -> Span | None:
         if parent is None:
             return None
-        return Span(parent.trace_id, os.urandom(8).hex(), parent.span_id, parent.flags, parent.state)
+        return Span(parent.trace_id, self._span_id(parent), parent.span_id, parent.flags, parent.state)
+
+    def _span_id(self, parent: TraceParent) -> str:
+        if self._seed is None:
+            return os.urandom(8).hex()
+        self._count += 1
+        return hashlib.sha256(f"{self._seed}:span:{self._count}:{parent.span_id}".encode()).hexdigest()[:16]
 
     def end(self, span: Span, verdict: str, *, error: bool = False) -> None:
         """The call is answered (``verdict``: what the gateway did with it); nothing to export here."""
