@@ -269,3 +269,22 @@ def test_the_config_file_names_the_lockfile_relative_to_itself(tmp_path: Path) -
     names, replies = session_through(tmp_path, "--config", str(config), upstream=[*DRIFTING, "--variant", "changed"])
     assert "add" not in names
     assert_not_locked(replies["add"])
+
+
+def test_lock_leaves_a_file_that_is_not_a_lockfile_untouched(tmp_path: Path) -> None:
+    """Issue 21: `lock` merges into an existing lockfile; a file there that is not one is unusable
+    input (exit 2, named), never overwritten."""
+    kept = tmp_path / "mcp.lock.json"
+    kept.write_text('{"not": "a lockfile"}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "lock", "--", *DRIFTING],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=server_env(tmp_path),
+        timeout=WAIT,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("mcp:error reason=setup_failed detail=lockfile mcp.lock.json")
+    assert kept.read_text() == '{"not": "a lockfile"}\n'
