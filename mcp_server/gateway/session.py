@@ -229,13 +229,15 @@ class GatewaySession:
         while spans are exported: the gateway's span, its child, goes upstream as the call's parent
         in ``_meta.traceparent`` (and the HTTP upstream's header)."""
         params = message.params
+        if (params is not None and type(params) is not dict) or type(message.document) is not dict:
+            return frame, message, None  # a refused frame's odd shape, passed on as it came (observe)
         meta = params.get("_meta") if params is not None else None
         assert message.method is not None
         span = self.tracer.start(incoming(meta, frame.headers), message.method, message.tool)
         if span is None:
             return frame, message, None
-        carried = {**(params or {}), "_meta": span.meta(meta if isinstance(meta, dict) else None)}
-        document = {**(message.document or {}), "params": carried}
+        carried = {**(params or {}), "_meta": span.meta(meta if type(meta) is dict else None)}
+        document = {**message.document, "params": carried}
         size = len(frame.raw) if frame.size is None else frame.size  # the log counts the bytes that came
         frame = frame._replace(raw=jsonio.dumps(document), size=size)
         return frame, message._replace(params=carried, document=document), span
@@ -340,6 +342,8 @@ class GatewaySession:
         if isinstance(request_id, str | int):
             self.deadlines.stop(request_id)
             self.client.cancelled(request_id)
+            if self.spans:
+                self._answered(request_id, "cancelled", error=True)
 
     def _answers_gateway(self, message: Message) -> bool:
         """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
