@@ -101,6 +101,8 @@ def prepare(
     lock_path = lock_path or config.lock
     lock = None if lock_path is None else Lockfile.load(lock_path, registry)
     lock_server = lock_server or config.lock_server
+    if lock is None and lock_server is not None:
+        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
     if lock is not None and lock_server is not None and lock_server not in lock.servers:
         held = ", ".join(lock.servers) or "none"
         raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")

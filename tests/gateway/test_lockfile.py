@@ -288,3 +288,27 @@ def test_lock_leaves_a_file_that_is_not_a_lockfile_untouched(tmp_path: Path) -> 
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("mcp:error reason=setup_failed detail=lockfile mcp.lock.json")
     assert kept.read_text() == '{"not": "a lockfile"}\n'
+
+
+def test_a_lockfile_of_several_servers_is_matched_by_server_info_or_named(tmp_path: Path) -> None:
+    """Issue 21: with several servers locked, the upstream's `serverInfo.name` picks its entry (or
+    `--lock-server NAME`); an entry the file lacks is refused at start (exit 2)."""
+    lock(tmp_path)
+    path = lock(tmp_path, "--server", "broken", upstream=BROKEN_UPSTREAM)
+    names, replies = session_through(tmp_path, "--lock", str(path), upstream=DRIFTING)
+    assert names == ["add", "echo", "fail", "trace"]
+    assert replies["add"]["result"]["structuredContent"] == {"result": 3}
+    named = tmp_path / "named"
+    named.mkdir()
+    names, replies = session_through(named, "--lock", str(path), "--lock-server", "broken", upstream=DRIFTING)
+    assert names == []  # held to the other server's entry: nothing here is locked there
+    assert_not_locked(replies["add"])
+    result = subprocess.run(
+        gateway_command("--lock", str(path), "--lock-server", "nope", upstream=DRIFTING),
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path),
+        timeout=WAIT,
+        check=False,
+    )
+    assert result.returncode == 2 and "no server 'nope'" in result.stderr
