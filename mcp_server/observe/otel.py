@@ -50,7 +50,9 @@ class OtelTracer(Tracer):
     always = True
 
     def __init__(self, exporter: SpanExporter | None, *, batch: bool = True) -> None:
-        resource = Resource.create({"service.name": _DEFAULT_SERVICE})  # OTEL_SERVICE_NAME wins over it
+        resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+        if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+            resource = resource.merge(Resource({"service.name": _DEFAULT_SERVICE}))
         self._provider = TracerProvider(resource=resource)
         if exporter is not None:
             processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)

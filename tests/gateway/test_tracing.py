@@ -138,6 +138,7 @@ def test_otel_export_makes_one_span_per_forwarded_call_with_the_callers_parent(t
     assert seen["upstream"]["meta"].split("-")[2] == format(traced.context.span_id, "016x")
     assert traced.attributes["mcp.verdict"] == "relayed" and traced.attributes["mcp.latency_ms"] > 0
     assert plain.parent is None  # no caller's trace: a root span of the gateway's own
+    assert traced.resource.attributes["service.name"] == "mcp-server-gateway"  # unless OTEL_SERVICE_NAME
     assert seen["plain"]["result"]["content"][0]["text"] == "x"
 
 
