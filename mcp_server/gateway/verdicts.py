@@ -239,7 +239,7 @@ class Verdicts:
         if self.config.rule_on("tool_definition_changed"):
             for name, patch in outcome.changed:
                 self._tool_event("tool_definition_changed", frame, message, name, action="reported", patch=patch)
-        hidden = set() if self.lock is None else self._locked(frame, message, result, listed)
+        hidden = set() if self.lock is None else self._locked(frame, message, result, listed, outcome.fingerprints)
         if outcome.invalid and self.config.rule_on("invalid_tool_schema"):
             for name, why in outcome.invalid:
                 enforce = self.config.mode_for(frame.direction, name) is Mode.ENFORCE
@@ -255,12 +255,20 @@ class Verdicts:
         raw = jsonio.dumps(document)
         return frame._replace(raw=raw)
 
-    def _locked(self, frame: Frame, message: Message, result: Mapping[str, Any], listed: list[Any]) -> set[str]:
+    def _locked(
+        self,
+        frame: Frame,
+        message: Message,
+        result: Mapping[str, Any],
+        listed: list[Any],
+        fingerprints: Mapping[str, str],
+    ) -> set[str]:
         """A page of the list held against the lockfile: each difference reported with its patch;
         the tools whose calls it does not allow, to hide (enforce mode)."""
         assert self.lock is not None
         hidden = set()
-        for finding in self.lock.listed(listed, last_page=not isinstance(result.get("nextCursor"), str)):
+        last = not isinstance(result.get("nextCursor"), str)
+        for finding in self.lock.listed(listed, last_page=last, fingerprints=fingerprints):
             if not self.config.rule_on(finding.rule):
                 continue
             hide = finding.rule != REMOVED and self.config.mode_for(frame.direction, finding.tool) is Mode.ENFORCE

@@ -448,7 +448,7 @@ class SessionCheck:
         found += [("invalid_tool_schema", name, [{"path": "", "msg": why}]) for name, why in outcome.invalid]
         if self.lock is not None:
             last = not isinstance(document["result"].get("nextCursor"), str)
-            for finding in self.lock.listed(listed, last_page=last):
+            for finding in self.lock.listed(listed, last_page=last, fingerprints=outcome.fingerprints):
                 was = finding.was if finding.rule == RENAMED else None
                 found.append((finding.rule, finding.tool, _patch_errors(finding.patch, was)))
         for rule, name, errors in found:

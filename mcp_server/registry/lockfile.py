@@ -144,9 +144,12 @@ class LockCheck:
         server = self.server
         return server is not None and name in server.tools and name not in self._changed
 
-    def listed(self, tools: Iterable[Any], *, last_page: bool) -> list[Finding]:
+    def listed(
+        self, tools: Iterable[Any], *, last_page: bool, fingerprints: Mapping[str, str] | None = None
+    ) -> list[Finding]:
         """A page of ``tools/list``: what differs from the lock (and, on the last page, what the
-        whole listing no longer holds)."""
+        whole listing no longer holds). ``fingerprints``: the listed tools' own, when known already."""
+        known = fingerprints or {}
         locked = self.server.tools if self.server is not None else {}
         bodies = self.server.bodies if self.server is not None else {}
         found: list[Finding] = []
@@ -163,7 +166,7 @@ class LockCheck:
                 if was is not None:
                     self._moved.add(was)
                 found.append(Finding(rule, name, diff_documents(base, definition), was))
-            elif entry[0] != jsonio.fingerprint(definition):
+            elif entry[0] != (known.get(name) or jsonio.fingerprint(definition)):
                 self._changed.add(name)
                 found.append(Finding(CHANGED, name, diff_documents(entry[1], definition)))
             else:
