@@ -20,6 +20,7 @@ from mcp_server.core.errors import CanonicalError
 
 from ..conftest import ROOT, server_env
 from .test_gateway import BROKEN_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
+from .test_gateway_conformance import free_port, running
 
 DRIFTING = [sys.executable, str(ROOT / "tests" / "upstreams" / "drifting_server.py")]
 NOT_LOCKED = CanonicalError.TOOL_NOT_LOCKED
@@ -312,3 +313,23 @@ def test_a_lockfile_of_several_servers_is_matched_by_server_info_or_named(tmp_pa
         check=False,
     )
     assert result.returncode == 2 and "no server 'nope'" in result.stderr
+
+
+def test_locking_over_http_writes_what_locking_over_stdio_does(tmp_path: Path) -> None:
+    """Issue 21: `lock --upstream URL` locks a Streamable HTTP server; the same server locks to the
+    same bytes whichever way it is reached."""
+    over_stdio = lock(tmp_path, output="stdio.lock.json").read_bytes()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with running([*DRIFTING, "http", str(port)], url, server_env(tmp_path)):
+        result = subprocess.run(
+            [sys.executable, "-m", "mcp_server", "lock", "--upstream", url, "--output", "http.lock.json"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=server_env(tmp_path),
+            timeout=WAIT,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "http.lock.json").read_bytes() == over_stdio
