@@ -24,6 +24,7 @@ from .registry.schemas import SchemaError
 
 if TYPE_CHECKING:
     from .observe.events import EventLog
+    from .observe.tracing import Tracer
 
 __all__ = ["main"]
 
@@ -60,6 +61,7 @@ EXAMPLES = {
     "check": "mcp-server check session.ndjson --format json",
     "doctor": "mcp-server doctor -- python my_server.py",
     "wrap": "mcp-server wrap ~/.cursor/mcp.json",
+    "lock": "mcp-server lock --output mcp.lock.json -- python my_server.py",
 }
 
 
@@ -111,7 +113,7 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
         parents=[logs],
         **_described("gateway", "a validating proxy in front of an MCP server"),
         usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
-        "[--config FILE] (--upstream URL | -- COMMAND ...)",
+        "[--config FILE] [--lock FILE] [--otel] (--upstream URL | -- COMMAND ...)",
     )
     gateway.add_argument(
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
@@ -122,6 +124,11 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
     gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
+    gateway.add_argument("--lock", type=Path, metavar="FILE", help="tool lockfile (`mcp-server lock`) to hold tools to")
+    gateway.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
+    gateway.add_argument(
+        "--otel", action="store_true", help="export a span per forwarded call (MCP_OTEL=1; the otel extra; OTEL_*)"
+    )
 
 
 def _add_offline(commands: Any) -> None:
@@ -145,7 +152,8 @@ def _add_offline(commands: Any) -> None:
 
 
 def _add_wrap_and_doctor(commands: Any) -> None:
-    """``wrap`` (a client's configuration behind the gateway) and ``doctor`` (an upstream checked in one go)."""
+    """``wrap`` (a client's configuration behind the gateway), ``doctor`` (an upstream checked in one
+    go) and ``lock`` (its tools recorded for the gateway to hold them to)."""
     from .offline.wrap import add_wrap_arguments
 
     doctor = commands.add_parser(
@@ -164,6 +172,15 @@ def _add_wrap_and_doctor(commands: Any) -> None:
             "wrap", **_described("wrap", "put every server of an MCP client's configuration behind the gateway")
         )
     )
+    lock = commands.add_parser(
+        "lock",
+        **_described("lock", "record every tool an MCP server lists in a lockfile, for `gateway --lock`"),
+        usage="mcp-server lock [--output FILE] [--server NAME] [--timeout SECONDS] (--upstream URL | -- COMMAND ...)",
+    )
+    lock.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
+    lock.add_argument("--output", type=Path, default=Path("mcp.lock.json"), help="the lockfile (mcp.lock.json)")
+    lock.add_argument("--server", metavar="NAME", help="its entry's key (default: the server's serverInfo.name)")
+    lock.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
 
 
 def _setup_logging(environ: Mapping[str, str]) -> None:
@@ -298,6 +315,9 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         mode=args.mode,
         policy_path=args.policy,
         assert_formats=args.assert_formats,
+        lock_path=args.lock,
+        lock_server=args.lock_server,
+        tracer=_tracer(args, settings, environ),
     )
     _redact_logs(gateway.redactor)
     _open_log(events, gateway.redactor)
@@ -332,9 +352,32 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     finally:
         with contextlib.suppress(FileNotFoundError):
             settings.ready_file.unlink()
+        gateway.checks.tracer.close()
         events.emit("stop", status="stopped", transport=listen.front, detail={"mode": "gateway"})
         events.close()
         _say("mcp:shutdown mode=gateway")
+
+
+def _tracer(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> Tracer:
+    """W3C trace context across the gateway; OpenTelemetry export (the ``otel`` extra) when asked
+    for, imported only then."""
+    if not (args.otel or environ.get("MCP_OTEL") == "1"):
+        from .observe.tracing import Tracer
+
+        return Tracer(settings.seed if settings.deterministic or args.deterministic else None)
+    try:
+        from .observe.otel import OtelTracer, exporter_from_env
+    except ImportError:
+        raise SetupError("--otel needs the otel extra: pip install 'mcp-server[otel]'") from None
+    return OtelTracer(exporter_from_env(environ))
+
+
+def _lock(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    from .gateway import lock, startup
+
+    settings = Settings.from_env(environ)
+    gateway = startup.prepare(settings, environ, None, upstream_url=args.upstream, command=command, mode="observe")
+    return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=args.timeout)
 
 
 def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
@@ -370,7 +413,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     argv = list(sys.argv[1:] if argv is None else argv)
     environ = os.environ if environ is None else environ
     command: list[str] = []
-    if argv[:1] in (["gateway"], ["doctor"]) and "--" in argv:
+    if argv[:1] in (["gateway"], ["doctor"], ["lock"]) and "--" in argv:
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
     if argv[:1] == ["golden"]:
@@ -398,6 +441,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return run_report(args)
         if args.command == "doctor":
             return _doctor(args, command, environ)
+        if args.command == "lock":
+            return _lock(args, command, environ)
         if args.command == "wrap":
             from .offline.wrap import run_wrap
 

@@ -99,6 +99,9 @@ class CanonicalError(Enum):
     INVALID_FORMAT = (-32602, 400, "Invalid params: format", "validation_failed")
     # Gateway: the upstream did not answer a relayed request within the gateway's request timeout.
     UPSTREAM_TIMEOUT = (-32011, 504, "Upstream did not answer in time", "timeout")
+    # Gateway with a tool lockfile (issue 21): a call of a tool the lock does not hold, or that the
+    # upstream lists otherwise than locked. Hidden from the client's list, so unknown on the MCP wire.
+    TOOL_NOT_LOCKED = (-32012, 403, "Tool not in the lockfile as listed", "tool_not_locked", Plane.PROTOCOL, -32602)
 
     def __init__(
         self,

@@ -39,6 +39,9 @@ class GatewayConfig:
     # error in its place and the upstream ``notifications/cancelled`` (a policy's per-tool timeout
     # governs a ``tools/call`` instead).
     request_timeout_seconds: float = 120.0
+    # The tool lockfile (a path relative to the configuration file's folder) and its server's key.
+    lock: Path | None = None
+    lock_server: str | None = None
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -65,4 +68,6 @@ class GatewayConfig:
             grace_seconds=float(document.get("grace_seconds", 2.0)),
             check_wait_seconds=float(document.get("check_wait_seconds", 30.0)),
             request_timeout_seconds=float(document.get("request_timeout_seconds", 120.0)),
+            lock=None if path is None or "lock" not in document else path.parent / document["lock"],
+            lock_server=document.get("lock_server"),
         )

@@ -41,6 +41,8 @@ class Attempt:
     refusal: str | None = None  # the upstream's error, when it answered with one
     tools: list[str] = field(default_factory=list)
     heard: bool = False  # whether the upstream sent anything at all
+    definitions: list[Mapping[str, Any]] = field(default_factory=list)  # the tools, whole, as listed
+    server: str | None = None  # the upstream's ``serverInfo.name``
 
 
 @dataclass(slots=True)
@@ -108,22 +110,22 @@ class _Client:
         return self.peer
 
 
-async def _all_tools(client: _Client, meta: Mapping[str, Any], pumping: asyncio.Future[None]) -> list[str]:
+async def _all_tools(
+    client: _Client, meta: Mapping[str, Any], pumping: asyncio.Future[None]
+) -> list[Mapping[str, Any]]:
     """Every page of ``tools/list`` (a cursor seen twice ends it: an upstream going round in circles)."""
-    names: list[str] = []
+    definitions: list[Mapping[str, Any]] = []
     params: dict[str, Any] = dict(meta)
     seen: set[str] = set()
     while True:
         result = await client.ask("tools/list", params, pumping)
         if not isinstance(result, Mapping):
-            return names
+            return definitions
         tools = result.get("tools")
-        names += [
-            tool["name"] for tool in tools or [] if isinstance(tool, Mapping) and isinstance(tool.get("name"), str)
-        ]
+        definitions += [tool for tool in tools or [] if isinstance(tool, Mapping) and isinstance(tool.get("name"), str)]
         cursor = result.get("nextCursor")
         if not isinstance(cursor, str) or cursor in seen:
-            return names
+            return definitions
         seen.add(cursor)
         params = {**params, "cursor": cursor}
 
@@ -143,6 +145,7 @@ async def _try(gateway: Gateway, version: str) -> Attempt:
             supported = found.get("supportedVersions") if isinstance(found, Mapping) else None
             attempt.accepted = isinstance(supported, list) and version in supported
             attempt.answered = version if attempt.accepted else None
+            attempt.server = _server_name(found)
         else:
             meta = {}
             params = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO}
@@ -150,13 +153,21 @@ async def _try(gateway: Gateway, version: str) -> Attempt:
             named = result.get("protocolVersion") if isinstance(result, Mapping) else None
             attempt.answered = named if isinstance(named, str) else None
             attempt.accepted = named == version
+            attempt.server = _server_name(result)
             if attempt.accepted:
                 await client.notify("notifications/initialized")
         if attempt.accepted:
-            attempt.tools = await _all_tools(client, meta, pumping)
+            attempt.definitions = await _all_tools(client, meta, pumping)
+            attempt.tools = [tool["name"] for tool in attempt.definitions]
     finally:
         await _close(session, pumping)
     return attempt
+
+
+def _server_name(result: Any) -> str | None:
+    info = result.get("serverInfo") if isinstance(result, Mapping) else None
+    name = info.get("name") if isinstance(info, Mapping) else None
+    return name if isinstance(name, str) and name else None
 
 
 async def _close(session: GatewaySession, pumping: asyncio.Future[None]) -> None:
@@ -184,16 +195,24 @@ async def _reachable(url: str) -> None:
         await writer.wait_closed()
 
 
-async def examine(gateway: Gateway, url: str | None) -> Findings:
-    """Every bundled version, newest first, each on a fresh upstream; the gateway's report of it all."""
+async def examine(gateway: Gateway, url: str | None, *, first: bool = False) -> Findings:
+    """Every bundled version, newest first, each on a fresh upstream; the gateway's report of it all
+    (``first``: only until one is accepted, for its tools: what ``lock`` records; a handshake's
+    version first, whose ``serverInfo`` names the server)."""
     if url is not None:
         await _reachable(url)
     findings = Findings(gateway.upstream_name)
     # The verdict says what each violation was; the gateway's line per violation would only repeat it.
     logging.getLogger("mcp_server.gateway").setLevel(logging.ERROR)
-    for version in reversed(gateway.checks.registry.versions):
+    registry = gateway.checks.registry
+    versions = list(reversed(registry.versions))
+    if first:
+        versions.sort(key=lambda version: version in registry.stateless_versions)  # stable: newest first still
+    for version in versions:
         attempt = await _try(gateway, version)
         findings.attempts.append(attempt)
+        if first and attempt.accepted:
+            break
         if not attempt.heard and not findings.accepted and version == gateway.checks.registry.latest_handshake:
             break  # silent at the version every current server speaks: the older ones would only wait as long
     findings.report = gateway.checks.report.to_document()

@@ -39,6 +39,8 @@ from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport
+from ..observe.tracing import Span, Tracer, incoming
+from ..registry.lockfile import LockCheck, Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
 from ..registry.versions import stated_version
@@ -64,6 +66,9 @@ class Checks(NamedTuple):
     max_frame_bytes: int
     policy: Policy | None = None
     events: EventLog | None = None
+    lock: Lockfile | None = None  # the tool lockfile (``--lock``), and its server's key when given
+    lock_server: str | None = None
+    tracer: Tracer = Tracer()  # W3C trace context across; OpenTelemetry's export when on
 
 
 class Handled(NamedTuple):
@@ -158,7 +163,10 @@ class GatewaySession:
         self.session = session or Session()
         self.events = checks.events
         self.tools = UpstreamTools(checks.registry, waits=True)  # a call is checked once its tool is listed
-        self.verdicts = Verdicts(checks.config, checks.report, checks.registry)
+        self.lock = None if checks.lock is None else LockCheck(checks.lock, checks.lock_server)
+        self.verdicts = Verdicts(checks.config, checks.report, checks.registry, self.lock)
+        self.tracer = checks.tracer
+        self.spans: dict[RequestId, tuple[Span, str]] = {}  # exported spans of calls upstream, and verdicts
         self.inbound, self.outbound = _chains(checks, self.tools)
         self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
         self.readiness = Readiness(self.session, self.tools, self.own, checks.config.check_wait_seconds)
@@ -189,6 +197,8 @@ class GatewaySession:
             verdict = _check(self.inbound, frame)
         if isinstance(verdict, Message):
             mixed = self.verdicts.mixed_versions(self.session, verdict)
+            if mixed is None and self.lock is not None:
+                mixed = self.verdicts.locked_out(verdict)
             if mixed is None:
                 return await self._client_frame(frame, verdict, began)
             verdict = mixed
@@ -197,9 +207,13 @@ class GatewaySession:
     async def _client_frame(self, frame: Frame, message: Message, began: float) -> Handled:
         self.verdicts.learn(frame, message, self.tools)
         self.checks.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
-        handled = _NOTHING
+        handled, span = _NOTHING, None
         if message.kind is REQUEST:
+            if self.tracer.always or frame.headers is not None or (message.params and "_meta" in message.params):
+                frame, message, span = self._traced(frame, message)
             handled = await self._relay_request(frame, message)
+            if span is not None:
+                self._started(span, message, handled)
         elif message.kind is NOTIFICATION:
             if message.method == "notifications/cancelled":
                 self._cancelled(message)
@@ -207,15 +221,52 @@ class GatewaySession:
         elif not self._answers_gateway(message):  # a reply to one of the upstream's requests
             await self._to_upstream(frame.raw, message)
         if self.events is not None:
-            self.events.frame(frame, message, handled.reply, began, "relay")
+            self.events.frame(frame, message, handled.reply, began, "relay", span)
         return handled
+
+    def _traced(self, frame: Frame, message: Message) -> tuple[Frame, Message, Span | None]:
+        """A request with the caller's trace context (``_meta`` or the HTTP header), or any request
+        while spans are exported: the gateway's span, its child, goes upstream as the call's parent
+        in ``_meta.traceparent`` (and the HTTP upstream's header)."""
+        params = message.params
+        if (params is not None and type(params) is not dict) or type(message.document) is not dict:
+            return frame, message, None  # a refused frame's odd shape, passed on as it came (observe)
+        meta = params.get("_meta") if params is not None else None
+        assert message.method is not None
+        span = self.tracer.start(incoming(meta, frame.headers), message.method, message.tool)
+        if span is None:
+            return frame, message, None
+        carried = {**(params or {}), "_meta": span.meta(meta if type(meta) is dict else None)}
+        document = {**message.document, "params": carried}
+        size = len(frame.raw) if frame.size is None else frame.size  # the log counts the bytes that came
+        frame = frame._replace(raw=jsonio.dumps(document), size=size)
+        return frame, message._replace(params=carried, document=document), span
+
+    def _started(self, span: Span, message: Message, handled: Handled, verdict: str = "relayed") -> None:
+        """An exported span ends with its call's answer (``verdict``: relayed, or observed: a violation
+        passed on); a call answered here (its approval refused) ends it now."""
+        if handled.reply is not None:
+            self.tracer.end(span, "enforced", error=True)
+        elif self.tracer.always and message.id is not None:
+            self.spans[message.id] = (span, verdict)
+
+    def _answered(self, request_id: RequestId, ending: str | None, *, error: bool) -> None:
+        """The span of the call ``request_id`` ends: answered by the upstream (``ending`` ``None``: its
+        verdict stands), or in its place (``answered``, ``timeout``, the session's end)."""
+        started = self.spans.pop(request_id, None)
+        if started is not None:
+            span, verdict = started
+            self.tracer.end(span, ending or verdict, error=error)
 
     async def _client_refused(self, frame: Frame, rejection: Rejection, began: float) -> Handled:
         action = self.verdicts.judge(frame, rejection)
-        message, reply, handled = rejection.message, None, _NOTHING
+        message, reply, handled, span = rejection.message, None, _NOTHING, None
         if action is Action.OBSERVED or action is Action.PASSED:
             if message is not None and message.kind is REQUEST and message.id is not None and message.method:
+                frame, message, span = self._traced(frame, message)
                 handled = await self._relay_request(frame, message)
+                if span is not None:
+                    self._started(span, message, handled, action.value)
             elif message is None or not self._answers_gateway(message):
                 await self._to_upstream(frame.raw, message)
         elif action is Action.ANSWERED:  # the client's reply refused: the upstream is answered in its place
@@ -226,19 +277,26 @@ class GatewaySession:
             reply = render_rejection(rejection, self.checks.registry)
             handled = Handled(reply)
         if self.events is not None:
-            self._log_refused(frame, rejection, action, reply, began)
+            self._log_refused(frame, rejection, action, reply, began, span)
         return handled
 
     def _log_refused(
-        self, frame: Frame, rejection: Rejection, action: Action, reply: Reply | None, began: float
+        self,
+        frame: Frame,
+        rejection: Rejection,
+        action: Action,
+        reply: Reply | None,
+        began: float,
+        span: Span | None = None,
     ) -> None:
         """A refused frame's row: its sender's answer is a reply of its own in the log; an answer in
         place goes the other way, to the party that waited (the refused frame was not delivered)."""
         assert self.events is not None
         if action is Action.PASSED:
-            self.events.frame(frame, rejection.message, None, began, "relay")
+            self.events.frame(frame, rejection.message, None, began, "relay", span)
         else:
-            self.events.refused(frame, rejection, None if action is Action.ANSWERED else reply, began, action.value)
+            reply = None if action is Action.ANSWERED else reply
+            self.events.refused(frame, rejection, reply, began, action.value, span)
 
     async def _relay_request(self, frame: Frame, message: Message) -> Handled:
         """A client request goes upstream (its reply expected), once approved if it must be."""
@@ -284,6 +342,8 @@ class GatewaySession:
         if isinstance(request_id, str | int):
             self.deadlines.stop(request_id)
             self.client.cancelled(request_id)
+            if self.spans:
+                self._answered(request_id, "cancelled", error=True)
 
     def _answers_gateway(self, message: Message) -> bool:
         """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
@@ -394,6 +454,8 @@ class GatewaySession:
             stands_for, reply = self.verdicts.in_place(frame, rejection)
             if not self._claimed(stands_for):
                 self.deadlines.stop(stands_for.id)
+                if self.spans and stands_for.id is not None:
+                    self._answered(stands_for.id, "answered", error=True)
                 await self.client.passed(reply, stands_for)
         elif action is Action.ENFORCED:  # an invalid request of the upstream's own: it is answered
             reply = render_rejection(rejection, self.checks.registry)
@@ -419,6 +481,8 @@ class GatewaySession:
                 self.session.expect(SERVER_TO_CLIENT, message.id, message.method, None, stated)
         elif message.kind is not NOTIFICATION:
             self.deadlines.stop(message.id)
+            if self.spans:
+                self._answered(message.id, None, error=message.kind is ERROR_RESPONSE)
 
     # -- timeouts and the end ------------------------------------------------------------------
 
@@ -432,6 +496,8 @@ class GatewaySession:
         if expired is None:
             return  # answered or cancelled meanwhile
         cancel, stands_for, answer = expired
+        if self.spans and stands_for.id is not None:
+            self._answered(stands_for.id, "timeout", error=True)
         with contextlib.suppress(ConnectionError, OSError):
             await self.client.passed(answer, stands_for)
         await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
@@ -448,6 +514,8 @@ class GatewaySession:
         for asker in list(self.askers):
             asker.close()
         cancels, answers = end_pending(self.session, self.verdicts, reason)
+        for request_id in list(self.spans):
+            self._answered(request_id, reason, error=True)
         for cancel in cancels if upstream_alive else ():
             await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
         with contextlib.suppress(ConnectionError, OSError):

@@ -17,6 +17,8 @@ from ..core.settings import Settings, SetupError
 from ..execution.boundary import load_boundary
 from ..execution.redaction import Redactor
 from ..observe.events import EventLog
+from ..observe.tracing import Tracer
+from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
 from .config import GatewayConfig
@@ -77,6 +79,9 @@ def prepare(
     mode: str | None = None,
     policy_path: Path | None = None,
     assert_formats: bool = False,
+    lock_path: Path | None = None,
+    lock_server: str | None = None,
+    tracer: Tracer | None = None,
 ) -> Gateway:
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
@@ -93,7 +98,15 @@ def prepare(
     name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
     policy = boundary.stage_policy
     report = new_report(name, config, policy, events)
-    checks = Checks(registry, config, report, limit, policy, events)
+    lock_path = lock_path or config.lock
+    lock = None if lock_path is None else Lockfile.load(lock_path, registry)
+    lock_server = lock_server or config.lock_server
+    if lock is None and lock_server is not None:
+        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
+    if lock is not None and lock_server is not None and lock_server not in lock.servers:
+        held = ", ".join(lock.servers) or "none"
+        raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    checks = Checks(registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer())
     return Gateway(
         settings=settings,
         checks=checks,

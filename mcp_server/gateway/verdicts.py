@@ -29,6 +29,7 @@ from ..core.types import (
     RequestId,
 )
 from ..observe.report import ConformanceReport
+from ..registry.lockfile import REMOVED, RENAMED, LockCheck
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
 from ..registry.versions import stated_version
@@ -79,12 +80,19 @@ def _answerable(message: Message | None, frame: Frame) -> bool:
 class Verdicts:
     """One gateway run's decisions: its configuration, its report, its schemas."""
 
-    __slots__ = ("config", "registry", "report")
+    __slots__ = ("config", "lock", "registry", "report")
 
-    def __init__(self, config: GatewayConfig, report: ConformanceReport, registry: SchemaRegistry) -> None:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        report: ConformanceReport,
+        registry: SchemaRegistry,
+        lock: LockCheck | None = None,
+    ) -> None:
         self.config = config
         self.report = report
         self.registry = registry
+        self.lock = lock  # the session's listing held against the tool lockfile (``--lock``)
 
     def judge(self, frame: Frame, rejection: Rejection) -> Action:
         """The action for a refused frame, counted in the report (a violation unless late, passed)."""
@@ -182,6 +190,9 @@ class Verdicts:
                 version = result.get("protocolVersion")
                 session.negotiate(version if isinstance(version, str) else None)
                 self.report.negotiated(session, session.version)
+                if self.lock is not None:
+                    info = result.get("serverInfo")
+                    self.lock.resolve(info.get("name") if isinstance(info, Mapping) else None)
             elif message.method == "tools/list" and isinstance(result, Mapping):
                 return self._learn_tools(frame, message, result, tools)
         return frame
@@ -195,6 +206,14 @@ class Verdicts:
             return None
         errors = [{"path": "/params/_meta", "msg": f"{stated} in a {session.version} session"}]
         return Rejection(CanonicalError.MIXED_PROTOCOL_VERSIONS, errors, message=message)
+
+    def locked_out(self, message: Message) -> Rejection | None:
+        """A ``tools/call`` of a tool the lockfile does not allow (not locked, or listed otherwise)."""
+        lock, tool = self.lock, message.tool
+        if lock is None or tool is None or message.kind is not REQUEST or lock.allows(tool):
+            return None
+        errors = [{"path": "/params/name", "msg": f"{tool!r} is not in the lockfile as the upstream lists it"}]
+        return Rejection(CanonicalError.TOOL_NOT_LOCKED, errors, message=message)
 
     def _notified(self, frame: Frame, message: Message, tools: UpstreamTools) -> None:
         """A peer cancels a request it sent (spec basic/utilities/cancellation): settled, not a
@@ -215,26 +234,50 @@ class Verdicts:
             )
 
     def _learn_tools(self, frame: Frame, message: Message, result: Mapping[str, Any], tools: UpstreamTools) -> Frame:
-        outcome = tools.learn(list(result.get("tools", [])))
+        listed = list(result.get("tools", []))
+        outcome = tools.learn(listed)
         if self.config.rule_on("tool_definition_changed"):
             for name, patch in outcome.changed:
                 self._tool_event("tool_definition_changed", frame, message, name, action="reported", patch=patch)
-        if not outcome.invalid or not self.config.rule_on("invalid_tool_schema"):
+        hidden = set() if self.lock is None else self._locked(frame, message, result, listed, outcome.fingerprints)
+        if outcome.invalid and self.config.rule_on("invalid_tool_schema"):
+            for name, why in outcome.invalid:
+                enforce = self.config.mode_for(frame.direction, name) is Mode.ENFORCE
+                action = "dropped" if enforce else "observed"
+                self._tool_event("invalid_tool_schema", frame, message, name, [{"path": "", "msg": why}], action)
+                if enforce:
+                    hidden.add(name)
+        if not hidden:
             return frame
-        dropped = set()
-        for name, why in outcome.invalid:
-            enforce = self.config.mode_for(frame.direction, name) is Mode.ENFORCE
-            errors = [{"path": "", "msg": why}]
-            self._tool_event("invalid_tool_schema", frame, message, name, errors, "dropped" if enforce else "observed")
-            if enforce:
-                dropped.add(name)
-        if not dropped:
-            return frame
-        # The client never sees a tool it could not check.
-        kept = [tool for tool in result["tools"] if not (isinstance(tool, Mapping) and tool.get("name") in dropped)]
+        # The client never sees a tool it could not check, nor one the lockfile does not allow.
+        kept = [tool for tool in result["tools"] if not (isinstance(tool, Mapping) and tool.get("name") in hidden)]
         document = {**(message.document or {}), "result": {**result, "tools": kept}}
         raw = jsonio.dumps(document)
         return frame._replace(raw=raw)
+
+    def _locked(
+        self,
+        frame: Frame,
+        message: Message,
+        result: Mapping[str, Any],
+        listed: list[Any],
+        fingerprints: Mapping[str, str],
+    ) -> set[str]:
+        """A page of the list held against the lockfile: each difference reported with its patch;
+        the tools whose calls it does not allow, to hide (enforce mode)."""
+        assert self.lock is not None
+        hidden = set()
+        last = not isinstance(result.get("nextCursor"), str)
+        for finding in self.lock.listed(listed, last_page=last, fingerprints=fingerprints):
+            if not self.config.rule_on(finding.rule):
+                continue
+            hide = finding.rule != REMOVED and self.config.mode_for(frame.direction, finding.tool) is Mode.ENFORCE
+            errors = [{"path": "/name", "msg": f"locked as {finding.was!r}"}] if finding.rule == RENAMED else ()
+            action = "hidden" if hide else "reported" if finding.rule == REMOVED else "observed"
+            self._tool_event(finding.rule, frame, message, finding.tool, errors, action, finding.patch)
+            if hide:
+                hidden.add(finding.tool)
+        return hidden
 
     def _tool_event(
         self,

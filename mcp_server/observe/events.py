@@ -32,6 +32,7 @@ from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply
 from ..execution.redaction import Redactor
 from .stderr import Sink, feed, stderr_sink
+from .tracing import Span
 from .writer import EventFormatter, FileWriter, Rotation, keep_newest, link_latest, pack_rows
 
 __all__ = [
@@ -65,10 +66,12 @@ FRAME_ROW = (
     "meta",
     "action",
     "reply_kind",
+    "trace",
 )
 """The names of a refused frame's row, in order (``EventLog.refused`` makes it, the writer reads it).
 ``reply_kind`` names the reply the frame earned where it arrived (a frame of its own, in the other
-direction: the writer makes its event), ``None`` when it earned none there."""
+direction: the writer makes its event), ``None`` when it earned none there. ``trace``: the gateway's
+span of a call it forwarded, ``(trace_id, span_id, parent_span_id)``, else ``None``."""
 
 PASSED_ROW = (
     "when",
@@ -85,12 +88,14 @@ PASSED_ROW = (
     "protocol_version",
     "meta",
     "reply",
+    "trace",
 )
 """The names of a passed frame's row, in order (``EventLog.frame`` makes it): only what the caller
 holds; the writer derives the rest of the event (its duration, status, route and bytes out).
 ``meta`` is the frame's ``params._meta`` as it came (the row holds nothing else of the message,
 and only until its batch is sent); ``reply`` the size of the reply the frame earned where it
-arrived and the frame's status by it, ``None`` when it earned none there (status ``ok``)."""
+arrived and the frame's status by it, ``None`` when it earned none there (status ``ok``); ``trace``
+as in ``FRAME_ROW``."""
 
 _UNREAD = (None,) * len(Message._fields)  # a frame passed on unread: nothing is known of it but its bytes
 
@@ -221,11 +226,12 @@ class EventLog:
         reply: Reply | None,
         began: float,
         route: str | None = None,
+        span: Span | None = None,
     ) -> None:
         """A frame the chain passed: its row (``PASSED_ROW``), once it has its reply (``None``: the
-        frame went on unanswered). ``route`` is the method that served it, or ``"relay"``.
-        It runs once per frame on the request path: a clock reading and one tuple of what the
-        caller holds; the writer process derives the rest."""
+        frame went on unanswered). ``route`` is the method that served it, or ``"relay"``; ``span``
+        the gateway's span of the call it forwarded. It runs once per frame on the request path: a
+        clock reading and one tuple of what the caller holds; the writer process derives the rest."""
         end = perf_counter()
         raw, transport, session, size, direction, _ = frame
         kind, request_id, method, params, version, tool, _ = message or _UNREAD
@@ -246,6 +252,7 @@ class EventLog:
                 version or session.version,
                 None if params is None else params.get("_meta"),
                 None if reply is None else _answered(reply),
+                None if span is None else (span.trace_id, span.span_id, span.parent_span_id),
             )
         )
         if len(rows) >= _BATCH:
@@ -254,9 +261,16 @@ class EventLog:
             self._send_soon()
 
     def refused(
-        self, frame: Frame, rejection: Rejection, reply: Reply | None, began: float, action: str | None = None
+        self,
+        frame: Frame,
+        rejection: Rejection,
+        reply: Reply | None,
+        began: float,
+        action: str | None = None,
+        span: Span | None = None,
     ) -> None:
-        """A frame the chain refused (``action``: what a gateway did about it), with its policy
+        """A frame the chain refused (``action``: what a gateway did about it; ``span``: its span,
+        when it went on all the same), with its policy
         decision first as an event of its own when the policy refused it and nobody told it yet."""
         end = perf_counter()
         session = frame.session
@@ -301,6 +315,7 @@ class EventLog:
                 meta,
                 action,
                 None if reply is None else "error_response" if reply.error is not None else "response",
+                None if span is None else (span.trace_id, span.span_id, span.parent_span_id),
             )
         )
 

@@ -85,7 +85,7 @@ class Metrics:
     def count(self, row: Sequence[Any]) -> None:
         """Count one event-log row (``events.EventLog`` sends them; see its ``frame``, ``refused`` and ``emit``)."""
         if len(row) == PASSED_LENGTH:  # events.PASSED_ROW: a frame the chain passed
-            when, began, _, _, _, direction, kind, _, method, tool, _, _, _, reply = row
+            when, began, _, _, _, direction, kind, _, method, tool, _, _, _, reply, _ = row
             self._frame(direction, kind, method, tool, "ok" if reply is None else reply[1], when - began, None, None)
         elif len(row) != EMITTED_ROW:  # events.FRAME_ROW: a frame the chain refused
             self._frame(*(row[at] for at in _REFUSED))

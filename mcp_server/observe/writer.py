@@ -48,8 +48,8 @@ _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}
 _OPEN_TRACES = 10_000  # requests whose trace id waits for the response, at most
 _WRITER_NICENESS = 5  # the writer process yields the cores to the process it logs for
 EMITTED_ROW = 4  # (when, event, session_id, fields): the shape of a row ``emit`` queues
-PASSED_LENGTH = 14  # the length of a row ``EventLog.frame`` queues (events.PASSED_ROW)
-_FRAME_LENGTH = 18  # the length of a row ``EventLog.refused`` queues (events.FRAME_ROW)
+PASSED_LENGTH = 15  # the length of a row ``EventLog.frame`` queues (events.PASSED_ROW)
+_FRAME_LENGTH = 19  # the length of a row ``EventLog.refused`` queues (events.FRAME_ROW)
 _PASSED_META, _FRAME_META = 12, 15  # where each holds the frame's _meta
 
 
@@ -96,10 +96,8 @@ class EventFormatter:
         return self._ts_last
 
     def batch(self, anchor: float, rows: Sequence[Sequence[Any]]) -> Iterator[dict[str, Any]]:
-        """The events of a batch of rows, numbered on from the last; a row's clock + ``anchor`` = wall clock.
-
-        One loop, each event a copy of a template with what differs set: a call per row and step
-        costs as much as the rest (only refusals and replies, the rarer rows, take one)."""
+        """The events of a batch of rows, numbered on from the last (a row's clock + ``anchor`` = wall
+        clock): one loop, each event a template's copy with what differs set (a call per row costs much)."""
         run_id, deterministic, traces, match = self.run_id, self.deterministic, self._open_traces, _TRACEPARENT.match
         new_event, millis_now, ts, seq = self._frame_event.copy, self._ts_millis, self._ts_last, self.seq
         for row in rows:
@@ -110,7 +108,8 @@ class EventFormatter:
                 continue
             event = new_event()
             if length == PASSED_LENGTH:  # events.PASSED_ROW: derive what the producer left out
-                when, began, sid, rid, transport, direction, kind, route, method, tool, size, version, meta, reply = row
+                when, began, sid, rid, transport, direction, kind, route = row[:8]
+                method, tool, size, version, meta, reply, span = row[8:]
                 seconds, status, bytes_out, reply_kind = when - began, "ok", 0, None
                 if reply is not None:
                     (bytes_out, status), reply_kind = reply, "response"
@@ -119,7 +118,7 @@ class EventFormatter:
                 route = route or method
             else:  # events.FRAME_ROW: a refused frame, every value given
                 when, sid, rid, transport, direction, kind, route, method, tool = row[:9]
-                status, seconds, size, bytes_out, version, error, meta, action, reply_kind = row[9:]
+                status, seconds, size, bytes_out, version, error, meta, action, reply_kind, span = row[9:]
                 self._refused(event, error, action)
             parent = trace = None
             if type(meta) is dict:  # what the sender says of its trace and step
@@ -147,14 +146,14 @@ class EventFormatter:
             event["route"], event["method"] = route, method
             event["tool_id"], event["status"] = tool, status
             event["bytes_in"], event["protocol_version"] = size, version
-            if reply_kind is None:
+            if span is not None:  # the gateway's span of a call it forwarded: the caller's span its parent
+                _spanned(event, span)
+            if reply_kind is None:  # else the frame's own event keeps the template's 0: its reply has them
                 event["bytes_out"] = bytes_out
-                self.seq = seq
-                yield event
-                continue
-            self.seq = seq = seq + 1
+            self.seq = seq = seq if reply_kind is None else seq + 1  # the last number given out
             yield event
-            yield _answer(event, seq, reply_kind, bytes_out)
+            if reply_kind is not None:
+                yield _answer(event, seq, reply_kind, bytes_out)
 
     def _refused(self, event: dict[str, Any], error: Sequence[Any] | None, action: str | None) -> None:
         """What a refused frame's event carries beyond a passed one's: its error, and what a gateway
@@ -291,6 +290,13 @@ def unpack_rows(source: BinaryIO) -> tuple[float, list[Sequence[Any]]] | None:
         return None
     anchor, rows = jsonio.loads(line)
     return anchor, rows
+
+
+def _spanned(event: dict[str, Any], span: Sequence[str]) -> None:
+    """A forwarded call's event: the trace and span ids of the gateway's span, the caller's span its
+    parent (the two fields only such events have: before the metadata, as ``action``)."""
+    event["trace_id"], event["span_id"], event["parent_span_id"] = span
+    event["metadata"] = event.pop("metadata")
 
 
 def _answer(event: dict[str, Any], seq: int, kind: str, size: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from ..chain.json_syntax import parse
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
-from ..core.settings import ASSERT_FORMATS_HELP
+from ..core.settings import ASSERT_FORMATS_HELP, SetupError
 from ..core.types import (
     CLIENT_TO_SERVER,
     NOTIFICATION,
@@ -35,6 +35,7 @@ from ..execution.redaction import Redactor
 from ..observe.digest import digest_log
 from ..observe.html import render_html
 from ..observe.report import nested
+from ..registry.lockfile import LOCK_RULES, RENAMED, LockCheck, Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
 from .validation import default_registry, error_code_problem
@@ -76,6 +77,9 @@ RULES = (
 )
 """Every rule the check applies: the chain's catalogue slugs, and the gateway's tool rules."""
 
+LOCKED_RULES = (*LOCK_RULES, CanonicalError.TOOL_NOT_LOCKED.slug)
+"""What ``--lock`` adds: the listing held against the lockfile, and calls of tools it does not allow."""
+
 _DIRECTIONS = {d.value: d for d in Direction}
 _JSON_RPC_MEMBERS = ("jsonrpc", "method", "id", "result", "error")
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -104,6 +108,7 @@ class CheckReport:
         self.by_tool: Counter[tuple[str, str]] = Counter()
         self.by_direction: Counter[tuple[str, str]] = Counter()
         self.examples: dict[str, list[dict[str, Any]]] = {}
+        self.lockfile: str | None = None  # the lockfile the listing was held against (``--lock``)
 
     def violation(
         self,
@@ -158,7 +163,7 @@ class CheckReport:
             "violations_by_tool": per_tool,
             "violations_by_direction": nested(self.by_direction),
             "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
-        }
+        } | ({} if self.lockfile is None else {"lockfile": self.lockfile})
 
 
 class SessionCheck:
@@ -179,9 +184,11 @@ class SessionCheck:
         *,
         version: str | None = None,
         allow_codes: Sequence[tuple[int, int]] = (),
+        lock: LockCheck | None = None,
     ) -> None:
         self.registry = registry
         self.report = report
+        self.lock = lock
         self.session = Session(session_id="capture")
         self.tools = UpstreamTools(registry)
         self.forced = version
@@ -332,6 +339,8 @@ class SessionCheck:
             assert message.id is not None and message.method is not None
             stated = message.version if session.version is None else None
             session.expect(direction, message.id, message.method, message.tool, stated)
+            if self.lock is not None and message.tool is not None and not self.lock.allows(message.tool):
+                self._not_locked(number, direction, message)
             if session.version is None and message.version in self.registry.stateless_versions:
                 # A stateless version named in _meta governs the session from here (2026-07-28).
                 session.negotiate(message.version)
@@ -346,6 +355,18 @@ class SessionCheck:
                 self._learn_tools(number, direction, document, message)
         elif message.version is not None:
             self._error_code(number, direction, message)
+
+    def _not_locked(self, number: int, direction: Direction, message: Message) -> None:
+        """A call of a tool the lockfile does not allow: the gateway with ``--lock`` refuses it."""
+        self.report.violation(
+            CanonicalError.TOOL_NOT_LOCKED.slug,
+            line=number,
+            direction=direction,
+            method=message.method,
+            tool=message.tool,
+            request_id=message.id,
+            errors=[{"path": "/params/name", "msg": "not in the lockfile as the upstream lists it"}],
+        )
 
     def _error_code(self, number: int, direction: Direction, message: Message) -> None:
         assert message.document is not None and message.version is not None
@@ -395,6 +416,9 @@ class SessionCheck:
         return SERVER_TO_CLIENT if by_server and not by_client else CLIENT_TO_SERVER
 
     def _negotiated(self, number: int, direction: Direction, document: Mapping[str, Any], message: Message) -> None:
+        info = document["result"].get("serverInfo")
+        if self.lock is not None and isinstance(info, Mapping):
+            self.lock.resolve(info.get("name") if isinstance(info.get("name"), str) else None)
         if self.forced is not None:
             return
         offered = document["result"].get("protocolVersion")
@@ -419,10 +443,13 @@ class SessionCheck:
         if not isinstance(listed, list):
             return
         outcome = self.tools.learn(listed)
-        found = [
-            ("tool_definition_changed", name, [{"path": op["path"], "msg": op["op"]} for op in patch])
-            for name, patch in outcome.changed
-        ] + [("invalid_tool_schema", name, [{"path": "", "msg": why}]) for name, why in outcome.invalid]
+        found = [("tool_definition_changed", name, _patch_errors(patch, None)) for name, patch in outcome.changed]
+        found += [("invalid_tool_schema", name, [{"path": "", "msg": why}]) for name, why in outcome.invalid]
+        if self.lock is not None:
+            last = not isinstance(document["result"].get("nextCursor"), str)
+            for finding in self.lock.listed(listed, last_page=last, fingerprints=outcome.fingerprints):
+                was = finding.was if finding.rule == RENAMED else None
+                found.append((finding.rule, finding.tool, _patch_errors(finding.patch, was)))
         for rule, name, errors in found:
             self.report.violation(
                 rule,
@@ -433,6 +460,12 @@ class SessionCheck:
                 request_id=message.id,
                 errors=errors,
             )
+
+
+def _patch_errors(patch: Iterable[Mapping[str, Any]], was: str | None) -> list[dict[str, Any]]:
+    """An RFC 6902 patch as a violation's errors: each operation at its path (a rename says the old name)."""
+    errors = [{"path": op["path"], "msg": op["op"]} for op in patch]
+    return [{"path": "/name", "msg": f"locked as {was!r}"}, *errors] if was is not None else errors
 
 
 def _is_own_event(document: Mapping[str, Any]) -> bool:
@@ -465,13 +498,17 @@ def check_capture(
     registry: SchemaRegistry | None = None,
     version: str | None = None,
     allow_codes: Sequence[tuple[int, int]] = (),
+    lock: LockCheck | None = None,
 ) -> CheckReport:
-    """Check every frame of the capture at ``path``; ``CaptureError`` when it cannot be read as one."""
+    """Check every frame of the capture at ``path`` (and its tools against ``lock``); ``CaptureError``
+    when it cannot be read as one."""
     registry = registry or default_registry()
     if version is not None and version not in registry.protocols:
         raise CaptureError("unknown_version", f"{version}: not a bundled version ({', '.join(registry.versions)})")
     report = CheckReport(str(path))
-    checker = SessionCheck(registry, report, version=version, allow_codes=allow_codes)
+    if lock is not None:
+        report.lockfile = str(lock.lock.path)
+    checker = SessionCheck(registry, report, version=version, allow_codes=allow_codes, lock=lock)
     check_line = checker.line
     lines = 0
     handle = _open(path)
@@ -532,7 +569,8 @@ def render_json(document: Mapping[str, Any]) -> str:
 
 def render_junit(document: Mapping[str, Any]) -> str:
     """JUnit XML: one testcase per rule, a failure listing its examples when the rule was broken."""
-    rules = list(RULES) + sorted(rule for rule in document["violations"] if rule not in RULES)
+    known = RULES + LOCKED_RULES if document.get("lockfile") else RULES
+    rules = list(known) + sorted(rule for rule in document["violations"] if rule not in known)
     failures = sum(1 for rule in rules if document["violations"].get(rule))
     suites = ET.Element("testsuites", tests=str(len(rules)), failures=str(failures), errors="0")
     suite = ET.SubElement(
@@ -597,15 +635,18 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="error codes accepted besides JSON-RPC's, the server range and the spec's (repeatable)",
     )
+    parser.add_argument("--lock", type=Path, metavar="FILE", help="hold the listed tools to this tool lockfile")
+    parser.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
 
 
 def run_check(args: argparse.Namespace) -> int:
     """Exit 0 clean, 1 violations, 2 when the capture cannot be read (``mcp:error`` on stderr)."""
     try:
         registry = SchemaRegistry(assert_formats=True) if args.assert_formats else None
-        report = check_capture(
-            Path(args.capture), registry=registry, version=args.protocol_version, allow_codes=args.allow_codes
-        )
+        registry = registry or default_registry()
+        lock = None if args.lock is None else _lock_check(args.lock, args.lock_server, registry)
+        capture, version, codes = Path(args.capture), args.protocol_version, args.allow_codes
+        report = check_capture(capture, registry=registry, version=version, allow_codes=codes, lock=lock)
     except CaptureError as exc:
         detail = " ".join(exc.detail.split())
         sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")
@@ -615,3 +656,14 @@ def run_check(args: argparse.Namespace) -> int:
     sys.stdout.write(render_page(document, Path(args.capture)) if render is None else render(document))
     sys.stdout.flush()
     return 1 if report.violations else 0
+
+
+def _lock_check(path: Path, server: str | None, registry: SchemaRegistry) -> LockCheck:
+    """The lockfile the capture's tools are held to; one that is not a sound lockfile is unusable input."""
+    try:
+        lock = Lockfile.load(path, registry)
+    except SetupError as exc:
+        raise CaptureError("bad_lockfile", str(exc)) from None
+    if server is not None and server not in lock.servers:
+        raise CaptureError("bad_lockfile", f"lockfile {path}: no server {server!r}")
+    return LockCheck(lock, server)

@@ -22,6 +22,7 @@ __all__ = ["ListOutcome", "UpstreamTools"]
 class ListOutcome:
     invalid: list[tuple[str, str]] = field(default_factory=list)  # (tool, why)
     changed: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # (tool, patch)
+    fingerprints: dict[str, str] = field(default_factory=dict)  # each tool's, as listed (the lockfile's too)
 
 
 class UpstreamTools:
@@ -63,7 +64,7 @@ class UpstreamTools:
                 self._io.pop(name, None)
                 outcome.invalid.append((name, f"nested deeper than {jsonio.MAX_DEPTH} levels"))
                 continue
-            pin = jsonio.fingerprint(definition)
+            pin = outcome.fingerprints[name] = jsonio.fingerprint(definition)
             pinned = self._pins.get(name)
             if pinned is None:
                 self._pins[name] = (pin, definition)

@@ -92,10 +92,16 @@ class HttpClient:
 
     def _headers(self, about: Message | None) -> dict[str, str]:
         """A POST's headers: the session's, the version the frame was read under (the session's
-        once negotiated), and under 2026-07-28 the routing headers, from the message ``about``."""
+        once negotiated), under 2026-07-28 the routing headers, from the message ``about``, and the
+        W3C trace context its ``_meta`` carries (the gateway's span, parent of the call upstream)."""
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         if self._session_id is not None:
             headers["Mcp-Session-Id"] = self._session_id
+        meta = about.params.get("_meta") if about is not None and about.params is not None else None
+        if type(meta) is dict and type(meta.get("traceparent")) is str:
+            headers["traceparent"] = meta["traceparent"]
+            if type(meta.get("tracestate")) is str:
+                headers["tracestate"] = meta["tracestate"]
         version = self._version
         if about is not None and about.version is not None and about.method != "initialize":
             version = about.version  # the version it was read under: a stateless request's own

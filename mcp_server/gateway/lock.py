@@ -1,0 +1,51 @@
+"""``mcp-server lock``: every tool an upstream lists, whole, written to the tool lockfile under its
+server's key (other servers' entries kept). The upstream is driven as ``doctor`` drives it: through
+a gateway session, at the newest version it accepts, every page of ``tools/list``; no tool is called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from ..core import jsonio
+from ..core.settings import SetupError
+from ..registry.lockfile import Lockfile, lock_document
+from .doctor import examine
+from .startup import Gateway
+
+__all__ = ["run_lock"]
+
+
+def run_lock(gateway: Gateway, *, url: str | None, output: Path, server: str | None, timeout: float) -> int:
+    """Lock the upstream's tools in ``output`` (each request waits ``timeout`` seconds at most):
+    exit 0 once written, 1 when the upstream accepted no version; a lockfile already at ``output``
+    that is not a sound one is a ``SetupError`` (exit 2), and is left as it is."""
+    if timeout <= 0:
+        raise SetupError("--timeout must be positive")
+    registry = gateway.checks.registry
+    kept = Lockfile.load(output, registry) if output.exists() else None
+    config = replace(gateway.checks.config, request_timeout_seconds=timeout, check_wait_seconds=timeout)
+    gateway = replace(gateway, checks=gateway.checks._replace(config=config))
+    findings = asyncio.run(examine(gateway, url, first=True))
+    accepted = next((attempt for attempt in findings.attempts if attempt.accepted), None)
+    if accepted is None:
+        sys.stderr.write(f"mcp:error reason=not_locked detail={findings.upstream} accepted no protocol version\n")
+        return 1
+    name = server or accepted.server
+    if name is None:
+        raise SetupError("the upstream gave no serverInfo.name: name its entry with --server NAME")
+    servers = {key: [tool for _, tool in entry.tools.values()] for key, entry in (kept.servers if kept else {}).items()}
+    servers[name] = accepted.definitions
+    temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(jsonio.dumps_pretty(lock_document(servers)))
+    temporary.replace(output)  # a reader never sees half a lockfile
+    violations = sum(findings.report.get("violations", {}).values())
+    sys.stderr.write(
+        f"mcp:locked server={name} tools={len(accepted.definitions)} version={accepted.version} "
+        f"violations={violations} file={output}\n"
+    )
+    return 0
