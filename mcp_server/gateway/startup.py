@@ -6,6 +6,7 @@ the settings and the event log; nothing here parses it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
 from ..execution.boundary import load_boundary
+from ..execution.grants import GrantSigner, signer_from
+from ..execution.policy import Policy
 from ..execution.redaction import Redactor
 from ..observe.events import EventLog
 from ..registry.schemas import SchemaRegistry
@@ -24,6 +27,8 @@ from .reports import new_report
 from .session import Checks
 
 __all__ = ["Gateway", "Listen", "parse_listen", "prepare", "run_http", "run_socket", "run_stdio"]
+
+log = logging.getLogger("mcp_server.gateway")
 
 _LISTEN_FORMS = "stdio, unix:PATH or http://HOST:PORT/PATH"
 
@@ -93,7 +98,7 @@ def prepare(
     name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
     policy = boundary.stage_policy
     report = new_report(name, config, policy, events)
-    checks = Checks(registry, config, report, limit, policy, events)
+    checks = Checks(registry, config, report, limit, policy, events, _grants(policy, environ))
     return Gateway(
         settings=settings,
         checks=checks,
@@ -101,6 +106,19 @@ def prepare(
         upstream_name=redactor.redact_text(name)[0],
         redactor=redactor,
     )
+
+
+def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | None:
+    """The signer of stateless approvals (with a policy); a key of its own is told when calls are held."""
+    if policy is None:
+        return None
+    grants = signer_from(environ)
+    if not grants.shared and any(rule.approval for _, rule in policy.tool_rules):
+        log.warning(
+            "approvals: no MCP_APPROVAL_KEY or MCP_APPROVAL_KEY_FILE; a stateless call's approval is"
+            " honoured by this process only (replicas must share a key)"
+        )
+    return grants
 
 
 def _upstreams(

@@ -27,7 +27,8 @@ STUBBORN = [
 ]
 
 
-def _alive(pid: str) -> bool:
+def alive(pid: str) -> bool:
+    """Whether the process ``pid`` runs (not gone, not a zombie waiting to be reaped)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -52,12 +53,12 @@ def test_an_upstream_dies_with_a_gateway_killed_outright(tmp_path: Path) -> None
         gateway.send_signal(signal.SIGKILL)
         gateway.wait(WAIT)
         deadline = time.monotonic() + WAIT
-        while _alive(upstreams[0]) and time.monotonic() < deadline:
+        while alive(upstreams[0]) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not _alive(upstreams[0]), "the upstream outlived its gateway"
+        assert not alive(upstreams[0]), "the upstream outlived its gateway"
     finally:
         for pid in upstreams:  # an orphan of a failed run is not left behind either
-            if _alive(pid):
+            if alive(pid):
                 os.kill(int(pid), signal.SIGKILL)
         if gateway.poll() is None:
             gateway.kill()
