@@ -6,6 +6,7 @@ loopback, each with STDIO upstreams of its own, and the official `mcp` SDK clien
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -27,10 +28,11 @@ from mcp_server.core.errors import CanonicalError
 
 from ..conftest import ROOT, server_env
 from ..distro import find_program
+from ..node_tools import CONFORMANCE, CONFORMANCE_NEXT, node_command
 from ..transport.test_child_process import alive
 from ..transport.test_http_status_by_version import sdk_session
 from .test_gateway import SDK_UPSTREAM, report_of
-from .test_gateway_conformance import free_port
+from .test_gateway_conformance import EXPECTED, TARGET, free_port, run_suite
 from .test_gateway_http import HEADERS, Gateway, body_of, http_gateway, rpc
 from .test_gateway_policy import APPROVAL_POLICY
 
@@ -296,3 +298,19 @@ def test_a_weak_or_missing_approval_key_stops_the_gateway_with_exit_2(tmp_path: 
         assert done.returncode == 2
         assert b"reason=setup_failed" in done.stderr and b"MCP_APPROVAL_KEY" in done.stderr
         assert b"Traceback" not in done.stderr and done.stdout == b""
+
+
+def test_the_conformance_suite_through_the_load_balancer_passes_what_one_gateway_passes(tmp_path: Path) -> None:
+    """Issue 21: the official conformance suite (release line, and the 2026-07-28 line) run once through
+    HAProxy before three replicas gives each scenario the result it has through one gateway
+    (`fixtures/conformance/expected.json`)."""
+    release = node_command(CONFORMANCE, "conformance")
+    next_line = node_command(CONFORMANCE_NEXT, "conformance")
+    expected = json.loads(EXPECTED.read_text())["runs"]
+    with balanced(tmp_path, "--idle-timeout", "5", upstream=TARGET) as pool:
+        stateful = run_suite(release, pool.url, tmp_path / "release")
+        stateless = run_suite(next_line, pool.url, tmp_path / "2026", "--spec-version", "2026-07-28")
+    assert stateful == expected["release/target/gateway"]
+    assert stateless == expected["pre-release-2026/target/gateway"]
+    # Every replica took part: sessions opened on each.
+    assert all(report_of(d)["frames"]["client_to_server"].get("initialize", 0) > 0 for d in pool.dirs)
