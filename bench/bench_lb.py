@@ -121,22 +121,25 @@ async def open_sessions(url: str, count: int) -> list[str]:
     return [await http_session(url) for _ in range(count)]
 
 
-def target_replica(env: dict[str, str], count: int, n: int) -> tuple[float, float, float, float]:
+def target_replica(env: dict[str, str], count: int, n: int) -> tuple[float, float, float, float, float]:
     """One replica before the SDK target (one Python upstream per session): KiB per session (the
-    gateway's part, the upstream's), calls/s at 16 in flight on one session, and the idle
-    replica's own KiB (the gateway and its log writer, before any session)."""
+    gateway's part, the upstream's), calls/s at 16 in flight on one session, the idle replica's
+    own KiB (the gateway and its log writer, before any session), and seconds to open a session
+    (one after another: the upstream's start is most of it)."""
     url = f"http://127.0.0.1:{free_port()}/mcp"
     process = serve([sys.executable, "-m", "mcp_server", "gateway", "--listen", url, "--", *TARGET], url, env)
     try:
         own_before, children_before = tree_rss_kib(process.pid)
+        began = time.perf_counter()
         asyncio.run(open_sessions(url, count))
+        opening = (time.perf_counter() - began) / count
         time.sleep(1.0)  # the upstreams settle after their handshake (a measurement, not a wait for a result)
         own_after, children_after = tree_rss_kib(process.pid)
         _, rate = asyncio.run(http_run(url, n, 16, "target"))
     finally:
         stop(process)
     per_gateway, per_upstream = (own_after - own_before) / count, (children_after - children_before) / count
-    return per_gateway, per_upstream, rate, own_before + children_before
+    return per_gateway, per_upstream, rate, own_before + children_before, opening
 
 
 def main() -> None:
@@ -152,7 +155,7 @@ def main() -> None:
     finally:
         for process in reversed(processes):
             stop(process)
-    gateway_kib, upstream_kib, target_rate, idle_kib = target_replica(env, sessions, n)
+    gateway_kib, upstream_kib, target_rate, idle_kib, opening = target_replica(env, sessions, n)
     added = (lb - direct) * 1e6
     print(f"tools/call p50, fast upstream, {n} calls x {rounds} alternating rounds (median of rounds)")
     print(f"  direct to the owning replica  {direct * 1e6:8.0f} µs")
@@ -163,6 +166,7 @@ def main() -> None:
     print(f"one replica, 16 in flight, fast upstream: {rate:8.0f} calls/s (p50 one at a time {sequential:.0f} µs)")
     print(f"one replica, 16 in flight, SDK target upstream: {target_rate:8.0f} calls/s")
     print(f"an idle replica (the gateway and its log writer): {idle_kib / 1024:8.1f} MiB")
+    print(f"opening a session (initialize through the replica, SDK target upstream): {opening * 1e3:.0f} ms")
     print(f"memory per session (SDK target upstream, {sessions} sessions):")
     print(f"  the gateway's part  {gateway_kib / 1024:8.1f} MiB")
     print(f"  its upstream        {upstream_kib / 1024:8.1f} MiB")
