@@ -30,14 +30,17 @@ _CHUNK = 65_536
 _STOP_AFTER_EOF = 0.6
 _STOP_AFTER_SIGTERM = 0.2
 _PR_SET_PDEATHSIG = 1  # prctl(2)
+# Looked up once, here: between fork and exec the child does as little as it can (other threads'
+# locks are not its to take).
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 
 
 def _dies_with(parent: int) -> Callable[[], None] | None:
     """In the child before it runs the command (Linux): SIGKILL when ``parent`` dies, as the kernel
     does not end a process's children with it; exit at once if the parent died already."""
-    if not sys.platform.startswith("linux"):
+    prctl = _prctl
+    if prctl is None:
         return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
 
     def arm() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
