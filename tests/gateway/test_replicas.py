@@ -103,9 +103,17 @@ def balanced(tmp_path: Path, *options: str, upstream: list[str] = SDK_UPSTREAM, 
         finally:
             haproxy.terminate()
             haproxy.wait(WAIT)
-            spawned = [pid for replica in replicas for pid in replica.children()]
+            spawned = [pid for replica in replicas for pid in children_of(replica.process.pid)]
             stack.close()  # every replica stopped (SIGTERM)
-            assert not any(alive(pid) for pid in spawned), "a process outlived its replica"
+            assert _all_gone(spawned), "a process outlived its replica"
+
+
+def _all_gone(pids: list[str]) -> bool:
+    """Whether every process of ``pids`` has ended, waiting for the last ones a bounded time."""
+    deadline = time.monotonic() + WAIT
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not any(alive(pid) for pid in pids)
 
 
 async def _calls(session: Any, tag: str, rounds: range) -> list[str]:
@@ -210,10 +218,7 @@ def test_a_replica_killed_mid_run_costs_only_its_own_sessions_a_reinitialise(tmp
             return sessions_there, orphans
 
         lost, orphans = asyncio.run(run())
-        deadline = time.monotonic() + WAIT
-        while any(alive(pid) for pid in orphans) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not any(alive(pid) for pid in orphans), "an upstream outlived its killed replica"
+        assert _all_gone(orphans), "a process outlived its killed replica"
     assert lost == 4  # 12 stateful sessions round-robin over three replicas
     assert outcomes.count("reinitialised") == lost and outcomes.count("kept") == 12 - lost
 
