@@ -117,7 +117,7 @@ def _all_gone(pids: list[str]) -> bool:
 
 
 async def _calls(session: Any, tag: str, rounds: range) -> list[str]:
-    """Calls whose answers only this session's upstream could give right: its own text echoed, sums."""
+    """Calls whose answers carry this session's own tag (echoed text, sums): another's answer shows."""
     seen = []
     for step in rounds:
         echoed = await session.call_tool("echo", {"text": f"{tag}-{step}"})
