@@ -326,3 +326,15 @@ def test_the_conformance_suite_through_the_load_balancer_passes_what_one_gateway
     assert stateless == expected["pre-release-2026/target/gateway"]
     # Every replica took part: sessions opened on each.
     assert all(report_of(d)["frames"]["client_to_server"].get("initialize", 0) > 0 for d in pool.dirs)
+
+
+def test_a_gateway_holding_calls_without_a_shared_key_says_its_grants_are_its_own(tmp_path: Path) -> None:
+    """Issue 21: without MCP_APPROVAL_KEY(_FILE) a replica signs with a key of its own, which its
+    peers cannot verify: it says so at start when its policy holds calls."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(APPROVAL_POLICY)
+    with http_gateway(tmp_path, "--policy", str(policy), upstream=SDK_UPSTREAM) as alone:
+        alone.process.send_signal(signal.SIGTERM)
+        assert alone.process.stderr is not None
+        told = alone.process.stderr.read()
+    assert b"MCP_APPROVAL_KEY" in told  # named in that warning only
