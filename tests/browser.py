@@ -9,7 +9,6 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import subprocess
 import tempfile
 import time
@@ -17,30 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .distro import find_program
+
 WAIT = 20.0
-_INSTALL_SECONDS = 900.0
 
 
 def find_chromium() -> tuple[str | None, str]:
     """The Chromium executable, installed with ``apt-get`` (as root) when missing; else ``None`` and why."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found, ""
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return None, "Chromium is not installed and apt-get cannot install it here (not root, or no apt-get)"
-    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    outcome = ""
-    for command in (["apt-get", "install", "-y", "-q", "chromium"], ["apt-get", "update", "-q"]):
-        try:
-            done = subprocess.run(command, capture_output=True, timeout=_INSTALL_SECONDS, env=environment)
-        except subprocess.TimeoutExpired:
-            return None, f"`{' '.join(command)}` did not finish in {_INSTALL_SECONDS:.0f} s"
-        outcome = done.stderr.decode(errors="replace")[-300:]
-        if shutil.which("chromium"):
-            return shutil.which("chromium"), ""
-    retried = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, env=environment)
-    found = shutil.which("chromium")
-    return (found, "") if found else (None, f"apt-get could not install chromium: {outcome} {retried.returncode}")
+    return find_program("chromium", "chromium", "chromium-browser")
 
 
 def _onto_3_and_4(reading: int, writing: int) -> None:

@@ -21,8 +21,8 @@ __all__ = ["PolicyCheck"]
 
 class PolicyCheck:
     """``tool_methods`` are tools a server also answers as methods of their own name; the tool rules
-    govern those calls too. ``can_hold(frame)`` says whether something behind the chain can hold a
-    call for approval (default: yes); where it cannot, a call whose tool needs approval is denied:
+    govern those calls too. ``can_hold(frame, message)`` says whether something behind the chain can
+    hold a call for approval (default: yes); where it cannot, a call whose tool needs approval is denied:
     approval fails closed."""
 
     __slots__ = ("_quiet", "can_hold", "direction", "limit", "policy", "result_limits", "tool_methods")
@@ -33,7 +33,7 @@ class PolicyCheck:
         direction: Direction,
         *,
         tool_methods: frozenset[str] = frozenset(),
-        can_hold: Callable[[Frame], bool] | None = None,
+        can_hold: Callable[[Frame, Message], bool] | None = None,
     ) -> None:
         self.policy = policy
         self.direction = direction
@@ -98,7 +98,8 @@ class PolicyCheck:
             name = params.get("name")
             if isinstance(name, str):
                 self._check_call(name, params.get("arguments"), frame)
-                if self.can_hold is not None and self.policy.rule_for(name).approval and not self.can_hold(frame):
+                hold = self.can_hold
+                if hold is not None and self.policy.rule_for(name).approval and not hold(frame, message):
                     raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable")
         elif method in self.tool_methods:
             self._check_call(method, message.params, frame)

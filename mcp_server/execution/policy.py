@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
 from ..registry.config import read_config
@@ -106,6 +107,7 @@ class Policy:
     redactor: Redactor = field(default_factory=Redactor.build)
     sanitise_results: bool = False
     rule_count: int = 0
+    version: str = ""  # the policy document's fingerprint: an approval is granted under one version
     _methods: dict[str, str | None] = field(default_factory=dict)
     _tools: dict[str, str | None] = field(default_factory=dict)
     _rules: dict[str, ToolRule] = field(default_factory=dict)
@@ -155,6 +157,7 @@ class Policy:
             ),
             sanitise_results=bool(redaction.get("sanitise_results", False)),
             rule_count=count,
+            version=jsonio.fingerprint(document),
         )
 
     # -- decisions: the reason for a denial, or None ------------------------------------

@@ -359,14 +359,15 @@ async def run_gateway_http(
     on_ready: Callable[[], None],
 ) -> int:
     """Serve the HTTP front until SIGINT/SIGTERM; one report for every session (SIGUSR1 writes it),
-    and ``/metrics`` beside the MCP path when there is a log to count from."""
+    ``GET /health``, and ``/metrics`` beside the MCP path when there is a log to count from."""
     report, events = checks.report, checks.events
     told = None if events is None else events.http_refusal
 
     async def refused(send: Send, rejection: Rejection, extra: tuple[tuple[bytes, bytes], ...]) -> None:
         await refuse(send, rejection, extra, told=told)  # a refusal is a frame of the log
 
-    routes: dict[str, Route] = {}
+    # A load balancer's health check: the replica answers while it serves (it stops on SIGTERM).
+    routes: dict[str, Route] = {"/health": text_route(lambda: b"ok\n", b"text/plain", refused)}
     if events is not None:
         metrics = Metrics(checks.registry)
         events.count_with(metrics.count)

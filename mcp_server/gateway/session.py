@@ -35,6 +35,7 @@ from ..core.types import (
     RequestId,
 )
 from ..execution.approvals import ApprovalBook
+from ..execution.grants import GrantSigner
 from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
 from ..observe.events import EventLog
@@ -50,6 +51,7 @@ from .config import GatewayConfig
 from .deadlines import Deadlines
 from .ending import end_pending, expire
 from .readiness import Readiness
+from .stateless_hold import admitted_params, can_be_asked, input_required
 from .verdicts import Action, Verdicts, stand_in_answer
 
 __all__ = ["Checks", "ClientSide", "GatewaySession", "Handled"]
@@ -69,6 +71,7 @@ class Checks(NamedTuple):
     lock: Lockfile | None = None  # the tool lockfile (``--lock``), and its server's key when given
     lock_server: str | None = None
     tracer: Tracer = Tracer()  # W3C trace context across; OpenTelemetry's export when on
+    grants: GrantSigner | None = None  # signs a stateless held call's approval (any replica verifies)
 
 
 class Handled(NamedTuple):
@@ -100,17 +103,25 @@ class ClientSide(Protocol):
         """How to ask the client about its call ``message`` (an approval by elicitation)."""
 
 
-def _can_elicit(policy: Policy) -> Callable[[Frame], bool]:
-    """Whether the gateway can ask the client of a call to approve it: the client declared
-    elicitation, the policy lets approvals go that way, and (over HTTP) the response to the call
-    can carry a request (an event stream)."""
+def _stateless(session: Session, message: Message, registry: SchemaRegistry) -> bool:
+    """A request of the stateless protocol (2026-07-28): no session version, its own stated one."""
+    return session.version is None and stated_version(message.params) in registry.stateless_versions
 
-    def can(frame: Frame) -> bool:
+
+def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bool]:
+    """Whether the gateway can ask the client of a call to approve it: the policy lets approvals go
+    that way, and the client declared elicitation: a stateless request on itself (it is asked by
+    its result), else at ``initialize``, where (over HTTP) the call's response must be able to
+    carry a request (an event stream)."""
+
+    def can(frame: Frame, message: Message) -> bool:
         session = frame.session
-        return (
-            policy.approval_by_elicitation
-            and "elicitation" in (session.client_capabilities or {})
-            and (frame.headers is None or accepts_event_stream(frame.headers))
+        if not policy.approval_by_elicitation:
+            return False
+        if _stateless(session, message, checks.registry):
+            return checks.grants is not None and can_be_asked(message)
+        return "elicitation" in (session.client_capabilities or {}) and (
+            frame.headers is None or accepts_event_stream(frame.headers)
         )
 
     return can
@@ -121,7 +132,7 @@ def _chains(checks: Checks, tools: UpstreamTools) -> tuple[Chain, Chain]:
     registry, policy, limit = checks.registry, checks.policy, checks.max_frame_bytes
     inbound = outbound = None
     if policy is not None:
-        inbound = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy))
+        inbound = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, checks))
         outbound = PolicyCheck(policy, SERVER_TO_CLIENT)
     return (
         build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=limit, policy=inbound),
@@ -302,6 +313,12 @@ class GatewaySession:
         """A client request goes upstream (its reply expected), once approved if it must be."""
         assert message.id is not None and message.method is not None
         session = self.session
+        held = self._needs_approval(message)
+        if held and _stateless(session, message, self.checks.registry):
+            admitted = self._admitted(frame, message)
+            if isinstance(admitted, Reply):
+                return Handled(admitted)
+            frame, held = admitted, False
         stated = message.version if session.version is None else None  # a stateless request's own
         session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         if message.method == "initialize":
@@ -310,7 +327,7 @@ class GatewaySession:
             # Not in the upstream's whole list: the upstream is the authority on its tools and answers it.
             self.verdicts.violation("tool_not_listed", frame, message, action="forwarded")
         self.client.relaying(frame, message)
-        if self._needs_approval(message):
+        if held:
             if not self.client.ordered:  # over HTTP the POST's stream carries the question
                 self._spawn(self._send_when_approved(frame.raw, message))
                 return Handled(None, message)
@@ -362,6 +379,25 @@ class GatewaySession:
             and message.tool is not None
             and policy.rule_for(message.tool).approval
         )
+
+    def _admitted(self, frame: Frame, message: Message) -> Frame | Reply:
+        """A held call of the stateless protocol: the frame to relay (its grant verified and taken
+        out), or the answer: the question (a fresh grant with it) or the refusal."""
+        policy, grants = self.checks.policy, self.checks.grants
+        assert policy is not None and grants is not None and message.id is not None
+        try:
+            params = admitted_params(grants, policy, message)
+        except Rejection as refusal:
+            self.verdicts.violation(refusal.error.slug, frame, message)
+            self._decided(message, "denied", refusal)
+            return stand_in_answer(self.checks.registry, refusal, message.id, message.method, message.version)
+        if params is None:
+            self._decided(message, "held")
+            result = input_required(grants, policy, message)
+            return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": result}, version=message.version)
+        self._decided(message, "allowed")
+        document = message.document if message.document is not None else jsonio.loads(frame.raw)
+        return frame._replace(raw=jsonio.dumps({**document, "params": params}))
 
     async def _send_when_approved(self, raw: bytes, message: Message) -> None:
         refusal = await self._approve(message)

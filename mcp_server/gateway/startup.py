@@ -6,6 +6,7 @@ the settings and the event log; nothing here parses it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
 from ..execution.boundary import load_boundary
+from ..execution.grants import GrantSigner, signer_from
+from ..execution.policy import Policy
 from ..execution.redaction import Redactor
 from ..observe.events import EventLog
 from ..observe.tracing import Tracer
@@ -26,6 +29,8 @@ from .reports import new_report
 from .session import Checks
 
 __all__ = ["Gateway", "Listen", "parse_listen", "prepare", "run_http", "run_socket", "run_stdio"]
+
+log = logging.getLogger("mcp_server.gateway")
 
 _LISTEN_FORMS = "stdio, unix:PATH or http://HOST:PORT/PATH"
 
@@ -106,7 +111,9 @@ def prepare(
     if lock is not None and lock_server is not None and lock_server not in lock.servers:
         held = ", ".join(lock.servers) or "none"
         raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
-    checks = Checks(registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer())
+    checks = Checks(
+        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), _grants(policy, environ)
+    )
     return Gateway(
         settings=settings,
         checks=checks,
@@ -114,6 +121,19 @@ def prepare(
         upstream_name=redactor.redact_text(name)[0],
         redactor=redactor,
     )
+
+
+def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | None:
+    """The signer of stateless approvals (with a policy); a key of its own is told when calls are held."""
+    if policy is None:
+        return None
+    grants = signer_from(environ)
+    if not grants.shared and any(rule.approval for _, rule in policy.tool_rules):
+        log.warning(
+            "approvals: no MCP_APPROVAL_KEY or MCP_APPROVAL_KEY_FILE; a stateless call's approval is"
+            " honoured by this process only (replicas must share a key)"
+        )
+    return grants
 
 
 def _upstreams(

@@ -1,12 +1,14 @@
 """A server as a child process speaking NDJSON on stdin/stdout: the upstream side of a gateway.
 
-Bytes only. Stopping it is bounded (end of input, then SIGTERM, then SIGKILL) and it is always reaped.
+Bytes only. Stopping it is bounded (end of input, then SIGTERM, then SIGKILL) and it is always reaped;
+on Linux it is killed with us should we die first (a replica killed leaves no upstream behind).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -27,6 +29,25 @@ _CHUNK = 65_536
 # 0.2 s after the end of its input.
 _STOP_AFTER_EOF = 0.6
 _STOP_AFTER_SIGTERM = 0.2
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+# Looked up once, here: between fork and exec the child does as little as it can (other threads'
+# locks are not its to take).
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+
+def _dies_with(parent: int) -> Callable[[], None] | None:
+    """In the child before it runs the command (Linux): SIGKILL when ``parent`` dies, as the kernel
+    does not end a process's children with it; exit at once if the parent died already."""
+    prctl = _prctl
+    if prctl is None:
+        return None
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
 
 
 def still_read(reader: asyncio.Task[Any] | None) -> bool:
@@ -69,6 +90,7 @@ class ChildProcess:
                 stdout=write_end,
                 stderr=asyncio.subprocess.PIPE,
                 limit=_CHUNK,
+                preexec_fn=_dies_with(os.getpid()),
             )
         except OSError as exc:
             os.close(read_end)

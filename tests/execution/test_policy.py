@@ -173,7 +173,7 @@ def test_a_served_timeout_is_a_retryable_catalogued_error(registry: SchemaRegist
 def test_a_gateway_stage_that_cannot_hold_a_call_denies_one_that_needs_approval() -> None:
     """Issue 6: approval is never silently skipped; where no approver can be reached the call is denied."""
     policy = Policy.from_document(DOCUMENT)
-    never = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=lambda session: False).inspect
+    never = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=lambda frame, message: False).inspect
     assert reason_of(never, frame("tools/call", {"name": "read_file"})) == "approval_unavailable"
     assert reason_of(PolicyCheck(policy, CLIENT_TO_SERVER).inspect, frame("tools/call", {"name": "read_file"})) is None
 

@@ -45,8 +45,11 @@ class Gateway:
 
 
 @contextmanager
-def http_gateway(tmp_path: Path, *options: str, upstream: list[str] = TARGET) -> Iterator[Gateway]:
-    """``mcp-server gateway --listen http://127.0.0.1:0/mcp OPTIONS -- UPSTREAM``; its URL from the ready file."""
+def http_gateway(
+    tmp_path: Path, *options: str, upstream: list[str] = TARGET, env: dict[str, str] | None = None
+) -> Iterator[Gateway]:
+    """``mcp-server gateway --listen http://127.0.0.1:0/mcp OPTIONS -- UPSTREAM`` (``env``: variables
+    of its own); its URL from the ready file."""
     ready = tmp_path / f"gateway-{time.monotonic_ns()}.ready"
     command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", "http://127.0.0.1:0/mcp", *options]
     if "--upstream" not in options:
@@ -56,7 +59,7 @@ def http_gateway(tmp_path: Path, *options: str, upstream: list[str] = TARGET) ->
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs")),
+        env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs"), **(env or {})),
     )
     deadline = time.monotonic() + WAIT
     while not (ready.exists() and ready.read_text().endswith("\n")):

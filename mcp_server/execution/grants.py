@@ -1,0 +1,151 @@
+"""Signed approval grants: a held call's approval as a token any replica holding the same key verifies.
+
+HMAC-SHA256 over (approval id, tool, arguments' digest, policy version, expiry); nothing about a grant
+is kept in memory but the ids already carried out (one replica's, until they expire). No I/O but the
+key file read at start-up.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core import jsonio
+from ..core.errors import CanonicalError, Rejection
+from ..core.settings import SetupError
+from .approvals import arguments_digest
+
+__all__ = ["MIN_KEY_BYTES", "Grant", "GrantSigner", "signer_from"]
+
+PREFIX = "mcp-approval.1."
+MIN_KEY_BYTES = 32
+KEY_VARIABLE = "MCP_APPROVAL_KEY"
+KEY_FILE_VARIABLE = "MCP_APPROVAL_KEY_FILE"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Grant:
+    """What a token says: this approval of this call, under this policy, until ``expires`` (epoch s)."""
+
+    id: str
+    tool: str
+    arguments_sha256: str
+    policy_version: str
+    expires: int
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _refused(error: CanonicalError, path: str, msg: str) -> Rejection:
+    return Rejection(error, [{"path": path, "msg": msg}], extra={"policy_violation": True})
+
+
+class GrantSigner:
+    """Issues and verifies grants with one key. ``shared``: the key came from the environment (every
+    replica given it verifies the others' grants); else it is this process's own, random."""
+
+    def __init__(self, key: bytes, *, shared: bool, clock: Callable[[], float] = time.time) -> None:
+        self._key = key
+        self.shared = shared
+        self.clock = clock
+        self._spent: dict[str, int] = {}  # approval id → expiry: carried out here, refused a second time
+
+    @staticmethod
+    def is_grant(token: Any) -> bool:
+        """Whether ``token`` (a ``requestState``) is shaped like a grant of ours, not an upstream's state."""
+        return isinstance(token, str) and token.startswith(PREFIX)
+
+    def issue(self, tool: str, arguments: Any, policy_version: str, ttl_seconds: float) -> tuple[Grant, str]:
+        """A new approval of the call ``tool(arguments)``, valid ``ttl_seconds``; and its token."""
+        grant = Grant(
+            id=secrets.token_hex(8),
+            tool=tool,
+            arguments_sha256=arguments_digest(arguments),
+            policy_version=policy_version,
+            expires=int(self.clock() + ttl_seconds),
+        )
+        payload = PREFIX + _b64(jsonio.canonical(_document(grant)))
+        return grant, payload + "." + _b64(self._mac(payload))
+
+    def _mac(self, payload: str) -> bytes:
+        return hmac.new(self._key, payload.encode(), hashlib.sha256).digest()
+
+    def open(self, token: str) -> Grant:
+        """The grant ``token`` carries, when this key signed it; else APPROVAL_NOT_FOUND."""
+        payload, _, signature = token.rpartition(".")
+        try:
+            good = hmac.compare_digest(_unb64(signature), self._mac(payload))
+            document = jsonio.loads(_unb64(payload.removeprefix(PREFIX))) if good else None
+            grant = Grant(**document) if isinstance(document, dict) else None
+        except (ValueError, TypeError, binascii.Error, jsonio.JSONSyntaxError):
+            grant = None
+        if grant is None:
+            raise _refused(CanonicalError.APPROVAL_NOT_FOUND, "/params/requestState", "approval_not_found")
+        return grant
+
+    def verify(self, token: str, tool: str, arguments: Any, policy_version: str) -> Grant:
+        """The grant, when it approves exactly this call under this policy and has not expired nor been
+        carried out here; else the catalogued refusal. A grant passed is spent on this replica."""
+        grant = self.open(token)
+        if grant.tool != tool or grant.arguments_sha256 != arguments_digest(arguments):
+            raise _refused(CanonicalError.APPROVAL_MISMATCH, "/params/arguments", "arguments_changed")
+        if grant.policy_version != policy_version:
+            raise _refused(CanonicalError.APPROVAL_MISMATCH, "/params/requestState", "policy_changed")
+        now = self.clock()
+        if grant.expires <= now:
+            raise _refused(CanonicalError.APPROVAL_EXPIRED, "/params/requestState", "approval_expired")
+        for spent in [i for i, expires in self._spent.items() if expires <= now]:
+            del self._spent[spent]
+        if grant.id in self._spent:
+            raise _refused(CanonicalError.APPROVAL_NOT_FOUND, "/params/requestState", "approval_used")
+        self._spent[grant.id] = grant.expires
+        return grant
+
+
+def _document(grant: Grant) -> dict[str, Any]:
+    return {
+        "id": grant.id,
+        "tool": grant.tool,
+        "arguments_sha256": grant.arguments_sha256,
+        "policy_version": grant.policy_version,
+        "expires": grant.expires,
+    }
+
+
+def signer_from(environ: Mapping[str, str]) -> GrantSigner:
+    """The signer of ``MCP_APPROVAL_KEY`` or of the file ``MCP_APPROVAL_KEY_FILE`` names (at least 32
+    bytes: replicas given the same key verify each other's grants); without either, a random key of
+    this process's own. A short, unreadable or doubly given key is a ``SetupError``."""
+    inline, path = environ.get(KEY_VARIABLE), environ.get(KEY_FILE_VARIABLE)
+    if inline and path:
+        raise SetupError(f"give {KEY_VARIABLE} or {KEY_FILE_VARIABLE}, not both")
+    if not inline and not path:
+        return GrantSigner(secrets.token_bytes(MIN_KEY_BYTES), shared=False)
+    if path:
+        try:
+            key = Path(path).read_bytes().strip()
+        except OSError as exc:
+            raise SetupError(f"{KEY_FILE_VARIABLE}: cannot read {path}: {exc.strerror}") from None
+        source = f"{KEY_FILE_VARIABLE} ({path})"
+    else:
+        key, source = (inline or "").encode(), KEY_VARIABLE
+    if len(key) < MIN_KEY_BYTES:
+        raise SetupError(
+            f"{source}: the approval key must be at least {MIN_KEY_BYTES} bytes, got {len(key)}"
+            " (make one with `openssl rand -hex 32`)"
+        )
+    return GrantSigner(key, shared=True)
