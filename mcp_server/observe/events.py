@@ -33,7 +33,7 @@ from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply
 from ..execution.redaction import Redactor
 from .stderr import Sink, feed, stderr_sink
 from .tracing import Span
-from .writer import EventFormatter, FileWriter, Rotation, keep_newest, link_latest, pack_rows
+from .writer import FRAME_ROW, PASSED_ROW, EventFormatter, FileWriter, Rotation, keep_newest, link_latest, pack_rows
 
 __all__ = [
     "FRAME_ROW",
@@ -46,56 +46,6 @@ __all__ = [
 
 VOLATILE_FIELDS = ("ts", "duration_ms", "trace_id", "run_id")
 """What differs between two runs over the same input when the run is not deterministic."""
-
-FRAME_ROW = (
-    "when",
-    "session_id",
-    "request_id",
-    "transport",
-    "direction",
-    "kind",
-    "route",
-    "method",
-    "tool_id",
-    "status",
-    "seconds",
-    "bytes_in",
-    "bytes_out",
-    "protocol_version",
-    "error",
-    "meta",
-    "action",
-    "reply_kind",
-    "trace",
-)
-"""The names of a refused frame's row, in order (``EventLog.refused`` makes it, the writer reads it).
-``reply_kind`` names the reply the frame earned where it arrived (a frame of its own, in the other
-direction: the writer makes its event), ``None`` when it earned none there. ``trace``: the gateway's
-span of a call it forwarded, ``(trace_id, span_id, parent_span_id)``, else ``None``."""
-
-PASSED_ROW = (
-    "when",
-    "began",
-    "session_id",
-    "request_id",
-    "transport",
-    "direction",
-    "kind",
-    "route",
-    "method",
-    "tool_id",
-    "bytes_in",
-    "protocol_version",
-    "meta",
-    "reply",
-    "trace",
-)
-"""The names of a passed frame's row, in order (``EventLog.frame`` makes it): only what the caller
-holds; the writer derives the rest of the event (its duration, status, route and bytes out).
-``meta`` is the frame's ``params._meta`` as it came (the row holds nothing else of the message,
-and only until its batch is sent); ``reply`` the size of the reply the frame earned where it
-arrived and the frame's status by it, ``None`` when it earned none there (status ``ok``); ``trace``
-as in ``FRAME_ROW``."""
 
 _UNREAD = (None,) * len(Message._fields)  # a frame passed on unread: nothing is known of it but its bytes
 

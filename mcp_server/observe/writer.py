@@ -27,8 +27,10 @@ from .stderr import Sink, feed, stderr_sink
 __all__ = [
     "EMITTED_ROW",
     "FIXED_TS",
+    "FRAME_ROW",
     "LOG_SCHEMA_VERSION",
     "PASSED_LENGTH",
+    "PASSED_ROW",
     "EventFormatter",
     "FileWriter",
     "Rotation",
@@ -48,9 +50,60 @@ _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}
 _OPEN_TRACES = 10_000  # requests whose trace id waits for the response, at most
 _WRITER_NICENESS = 5  # the writer process yields the cores to the process it logs for
 EMITTED_ROW = 4  # (when, event, session_id, fields): the shape of a row ``emit`` queues
-PASSED_LENGTH = 15  # the length of a row ``EventLog.frame`` queues (events.PASSED_ROW)
-_FRAME_LENGTH = 19  # the length of a row ``EventLog.refused`` queues (events.FRAME_ROW)
-_PASSED_META, _FRAME_META = 12, 15  # where each holds the frame's _meta
+
+FRAME_ROW = (
+    "when",
+    "session_id",
+    "request_id",
+    "transport",
+    "direction",
+    "kind",
+    "route",
+    "method",
+    "tool_id",
+    "status",
+    "seconds",
+    "bytes_in",
+    "bytes_out",
+    "protocol_version",
+    "error",
+    "meta",
+    "action",
+    "reply_kind",
+    "trace",
+)
+"""The names of a refused frame's row, in order (``events.EventLog.refused`` makes it, the writer reads it).
+``reply_kind`` names the reply the frame earned where it arrived (a frame of its own, in the other
+direction: the writer makes its event), ``None`` when it earned none there. ``trace``: the gateway's
+span of a call it forwarded, ``(trace_id, span_id, parent_span_id)``, else ``None``."""
+
+PASSED_ROW = (
+    "when",
+    "began",
+    "session_id",
+    "request_id",
+    "transport",
+    "direction",
+    "kind",
+    "route",
+    "method",
+    "tool_id",
+    "bytes_in",
+    "protocol_version",
+    "meta",
+    "reply",
+    "trace",
+)
+"""The names of a passed frame's row, in order (``events.EventLog.frame`` makes it): only what the caller
+holds; the writer derives the rest of the event (its duration, status, route and bytes out).
+``meta`` is the frame's ``params._meta`` as it came (the row holds nothing else of the message,
+and only until its batch is sent); ``reply`` the size of the reply the frame earned where it
+arrived and the frame's status by it, ``None`` when it earned none there (status ``ok``); ``trace``
+as in ``FRAME_ROW``."""
+
+PASSED_LENGTH = len(PASSED_ROW)  # a row's length tells its shape (``EMITTED_ROW`` is the third)
+_FRAME_LENGTH = len(FRAME_ROW)
+_PASSED_META, _FRAME_META = PASSED_ROW.index("meta"), FRAME_ROW.index("meta")  # where each holds the _meta
 
 
 @dataclass(frozen=True, slots=True)
