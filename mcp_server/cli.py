@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
+from .core.files import write_atomic
 from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port
 from .execution.redaction import Redactor
 from .registry.schemas import SchemaError
@@ -210,9 +211,7 @@ def _write_ready(path: Path, address: str | None = None) -> None:
     """``<pid> <ISO-8601 UTC>`` (and the address, for a server that picked its own port)."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
-    temporary.write_text(f"{os.getpid()} {stamp}" + (f" {address}" if address else "") + "\n")
-    temporary.replace(path)
+    write_atomic(path, (f"{os.getpid()} {stamp}" + (f" {address}" if address else "") + "\n").encode())
 
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -18,7 +18,7 @@ from ..core.types import MessageKind, Reply
 from ..registry.schemas import SchemaRegistry
 from ..registry.versions import is_at_least
 
-__all__ = ["TOOL_ERRORS_AS_RESULTS_SINCE", "contain", "error_reply", "render_rejection", "tool_error_result"]
+__all__ = ["TOOL_ERRORS_AS_RESULTS_SINCE", "contain", "render_rejection", "tool_error_result"]
 
 log = logging.getLogger("mcp_server")
 

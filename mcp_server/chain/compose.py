@@ -38,7 +38,7 @@ class Chain:
     def __init__(self, stages: Sequence[Stage], direction: Direction) -> None:
         self.stages: tuple[Stage, ...] = tuple(stages)
         self.direction = direction
-        self._fast = _compile(self.stages, self._doubted)
+        self._fast = _compile(self.stages, self.inspect)
         self.check: Callable[[Frame], Message] = self._fast or self.inspect  # type: ignore[assignment]
 
     @property
@@ -56,9 +56,6 @@ class Chain:
             stage.inspect(inspection)
         assert inspection.message is not None
         return inspection.message
-
-    def _doubted(self, frame: Frame, document: Mapping[str, Any] | None) -> Message:
-        return self.inspect(frame, document)
 
     def check_parsed(self, frame: Frame, document: dict[str, Any]) -> Message:
         """``check`` of a frame its reader has parsed already (``mcp-server check`` reads lines)."""

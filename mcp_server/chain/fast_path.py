@@ -21,6 +21,8 @@ from .schema_check import SchemaCheck
 
 __all__ = ["Doubt", "FastPath", "compile_fast_path"]
 
+_NO_ARGUMENTS: dict[str, Any] = {}  # a call without arguments is checked as {} (read, never written)
+
 Doubt = Callable[[Frame, "dict[str, Any] | None"], "Message | None"]
 """Where a frame the fast path is not sure of goes, with its document when it was parsed."""
 
@@ -78,7 +80,7 @@ def compile_fast_path(schema: SchemaCheck, limit: int, allows: Allows | None, do
             tool = params["name"]  # the schema made it a string
             if tool_table is not None:
                 tool_io = tool_table.get(tool)
-                if tool_io is None or not tool_io.input.is_valid(params.get("arguments", {})):
+                if tool_io is None or not tool_io.input.is_valid(params.get("arguments", _NO_ARGUMENTS)):
                     return doubt(frame, document)
         if allows is not None and not allows(len(frame.raw), method, tool):
             return doubt(frame, document)
@@ -170,7 +172,7 @@ def _own_tool_path(
 
     def own_tool(frame: Frame, document: dict[str, Any], method: str, params: Any, request_id: Any) -> Message | None:
         tool_io = None if tools is None or method in latest_methods else tools.table.get(method)
-        if tool_io is None or request_id is None or not tool_io.input.is_valid(params or {}):
+        if tool_io is None or request_id is None or not tool_io.input.is_valid(params or _NO_ARGUMENTS):
             return doubt(frame, document)
         if allows is not None and not allows(len(frame.raw), method, None):
             return doubt(frame, document)

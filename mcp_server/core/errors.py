@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HTTP_REFUSALS",
-    "JSONRPC_RESERVED_CODES",
     "MCP_RESERVED_CODES",
     "MCP_RESERVED_CODES_SINCE",
     "SERVER_ERROR_CODES",
@@ -214,7 +213,6 @@ def reply_status(error: CanonicalError | None, code: int | None, version: str | 
 # pre-defined errors and leaves -32099..-32000 to implementation-defined server errors. MCP
 # 2026-07-28 claims -32099..-32020 of that range for codes the spec defines, and leaves
 # -32019..-32000 to implementations (validation.validate_error_code reads them).
-JSONRPC_RESERVED_CODES = (-32768, -32000)
 SERVER_ERROR_CODES = (-32099, -32000)
 MCP_RESERVED_CODES = (-32099, -32020)
 MCP_RESERVED_CODES_SINCE = "2026-07-28"

@@ -135,9 +135,5 @@ class Session:
             if direction is None or went is direction:
                 yield went, request_id, pending
 
-    def forget_all(self) -> None:
-        """Nothing waits any more (the connection ended and every request was answered for)."""
-        self._pending.clear()
-
     def __len__(self) -> int:
         return len(self._pending)

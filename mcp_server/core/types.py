@@ -92,10 +92,6 @@ class Message(NamedTuple):
     tool: str | None = None
     document: Mapping[str, Any] | None = None
 
-    @property
-    def expects_reply(self) -> bool:
-        return self.kind is MessageKind.REQUEST
-
 
 @dataclass(slots=True, kw_only=True)
 class Reply:

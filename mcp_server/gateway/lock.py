@@ -6,12 +6,12 @@ a gateway session, at the newest version it accepts, every page of ``tools/list`
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 from ..core import jsonio
+from ..core.files import write_atomic
 from ..core.settings import SetupError
 from ..registry.lockfile import Lockfile, lock_document
 from .doctor import examine
@@ -40,9 +40,7 @@ def run_lock(gateway: Gateway, *, url: str | None, output: Path, server: str | N
         raise SetupError("the upstream gave no serverInfo.name: name its entry with --server NAME")
     servers = {key: [tool for _, tool in entry.tools.values()] for key, entry in (kept.servers if kept else {}).items()}
     servers[name] = accepted.definitions
-    temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(jsonio.dumps_pretty(lock_document(servers)))
-    temporary.replace(output)  # a reader never sees half a lockfile
+    write_atomic(output, jsonio.dumps_pretty(lock_document(servers)))  # a reader never sees half a lockfile
     violations = sum(findings.report.get("violations", {}).values())
     sys.stderr.write(
         f"mcp:locked server={name} tools={len(accepted.definitions)} version={accepted.version} "

@@ -9,7 +9,6 @@ and on SIGUSR1. ``mcp-server report FILE`` prints the table again; ``--html OUT`
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections import Counter
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonio
+from ..core.files import write_atomic
 from ..core.session import Session
 from ..core.types import ERROR_RESPONSE, RESPONSE, SERVER_TO_CLIENT, Direction, MessageKind, RequestId
 from ..execution.redaction import Redactor
@@ -287,9 +287,7 @@ class ConformanceReport:
         document = self.to_document()
         if self.events is not None:  # where the page finds the run's timings (relative: runs/ may move)
             document["event_log"] = os.path.relpath(self.events.path, folder)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_bytes(jsonio.dumps_pretty(document))
-        temporary.replace(path)
+        write_atomic(path, jsonio.dumps_pretty(document))
         return path
 
 
@@ -373,13 +371,9 @@ def run_digest(report: Path, document: Mapping[str, Any]) -> dict[str, Any] | No
 
 def write_page(out: Path, page: str) -> None:
     """The page written whole or not at all; ``ReportError`` when ``out`` cannot be written."""
-    temporary = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(page, encoding="utf-8")
-        temporary.replace(out)
+        write_atomic(out, page.encode())
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         raise ReportError("io_error", f"cannot write {out}: {exc.strerror}") from None
 
 

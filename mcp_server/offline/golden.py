@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..chain.classify import is_request_id
 from ..core import jsonio
 from ..core.diff import diff_documents
+from ..core.files import write_atomic
 from ..observe.events import VOLATILE_FIELDS, read_events
 from .replay import ReplayError, load_script, replay_http, script_args, script_upstream
 
@@ -90,7 +92,7 @@ def _awaited_id(frame: bytes) -> str | int | None:
     if not isinstance(document, dict) or not isinstance(document.get("method"), str):
         return None
     request_id = document.get("id")
-    return request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
+    return request_id if is_request_id(request_id) else None
 
 
 async def _feed_ndjson(frames: Sequence[bytes], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -244,9 +246,7 @@ def check_events(golden: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[s
 
 def write_golden(path: Path, events: Sequence[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_bytes(b"".join(jsonio.dumps_line(event) for event in events))
-    temporary.replace(path)
+    write_atomic(path, b"".join(jsonio.dumps_line(event) for event in events))
 
 
 def _parser() -> argparse.ArgumentParser:

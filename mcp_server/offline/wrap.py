@@ -6,7 +6,6 @@ nothing, and a file it cannot read whole is left exactly as it was.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonio
+from ..core.files import write_atomic
 from ..core.settings import SetupError
 
 __all__ = ["add_wrap_arguments", "gateway_command", "run_wrap", "runs_dir", "wrap_servers"]
@@ -142,14 +142,9 @@ def _read(path: Path) -> bytes:
 
 def _replace(path: Path, data: bytes) -> None:
     """Write ``data`` over ``path`` at once (a temporary file beside it, then a rename), its mode kept."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_bytes(data)
-        shutil.copymode(path, temporary)
-        temporary.replace(path)
+        write_atomic(path, data, keep_mode=True)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         raise SetupError(f"cannot write {path}: {exc.strerror}") from None
 
 

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from ..core import jsonio
 from ..core.diff import diff_documents
+from ..core.pointer import pointer
 from ..core.settings import SetupError
 from .config import read_config
 from .schemas import SchemaRegistry
@@ -78,7 +79,7 @@ class Lockfile:
         for key, entry in document["servers"].items():
             tools: dict[str, tuple[str, Mapping[str, Any]]] = {}
             for index, tool in enumerate(entry["tools"]):
-                where = f"lockfile {path}: at /servers/{_escape(key)}/tools/{index}"
+                where = f"lockfile {path}: at {pointer(('servers', key, 'tools', index))}"
                 name, definition = tool["name"], tool["definition"]
                 if definition["name"] != name:
                     raise SetupError(f"{where}/definition/name: {definition['name']!r} is not the tool's name {name!r}")
@@ -96,10 +97,6 @@ class Lockfile:
         if name is None:
             return next(iter(self.servers.values())) if len(self.servers) == 1 else None
         return self.servers.get(name)
-
-
-def _escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 def lock_document(servers: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, Any]:

@@ -29,7 +29,6 @@ __all__ = [
     "SchemaRegistry",
     "ToolIO",
     "Validator",
-    "pointer",
     "schema_provenance",
     "violations",
 ]
@@ -487,7 +486,3 @@ class SchemaRegistry:
                 output=None if output_schema is None else self.compile(output_schema, name=str(output_path)),
             )
         return tool_io
-
-    @property
-    def compiled_count(self) -> int:
-        return len(self._compiled)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.settings import SetupError
 from ..core.types import Message
-from .ndjson import LineSplitter
+from .ndjson import LineSplitter, read_lines
 from .stdio import ChunkReader
 
 __all__ = ["ChildProcess", "still_read"]
@@ -120,15 +120,10 @@ class ChildProcess:
         self.process.stdin.write(raw + b"\n")
         await self.process.stdin.drain()  # a slow upstream slows the client down: bounded buffers
 
-    async def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+    def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+        """The child's lines; the task that asks for them is the one that reads them (``close`` knows it)."""
         self._reader = asyncio.current_task()
-        splitter = LineSplitter(self.max_frame_bytes)
-        while True:
-            chunk = await self._stdout.get()
-            for line in splitter.feed(chunk) if chunk else splitter.close():
-                yield line
-            if not chunk:
-                return
+        return read_lines(self._stdout.get, LineSplitter(self.max_frame_bytes))
 
     async def close(self) -> int | None:
         """Stop the child: close its stdin, SIGTERM after the grace period, then SIGKILL. Reaps it."""

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from ..core.types import Message
-from .ndjson import LineSplitter
+from .ndjson import LineSplitter, read_lines
 
 __all__ = ["Connection", "NdjsonConnection"]
 
@@ -51,14 +51,8 @@ class NdjsonConnection:
     async def open(self) -> None:
         return None
 
-    async def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
-        splitter = self._splitter
-        while True:
-            chunk = await self._next_chunk()
-            for line in splitter.feed(chunk) if chunk else splitter.close():
-                yield line
-            if not chunk:
-                return
+    def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+        return read_lines(self._next_chunk, self._splitter)
 
     async def send(self, raw: bytes, about: Message | None = None) -> None:
         await self._write(raw + b"\n")

@@ -8,13 +8,13 @@ The loop does no I/O of its own: the transport hands it a chunk source and a wri
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, Frame, Handler
 
-__all__ = ["MAX_HELD_OUTPUT", "Connect", "LineSplitter", "Output", "serve_ndjson"]
+__all__ = ["MAX_HELD_OUTPUT", "Connect", "LineSplitter", "Output", "read_lines", "serve_ndjson"]
 
 Connect = Callable[[Session, Callable[[bytes], Awaitable[None]], Callable[[], Awaitable[bool]]], None]
 """What an application attaches to a new connection's session: given how to write one frame to
@@ -204,3 +204,15 @@ class LineSplitter:
             lines.append((b"", len(line)))
         else:
             lines.append((line, None))
+
+
+async def read_lines(
+    next_chunk: Callable[[], Awaitable[bytes]], splitter: LineSplitter
+) -> AsyncIterator[tuple[bytes, int | None]]:
+    """A peer's lines, as ``splitter`` cuts them, from chunks read until ``b""`` (the end of input)."""
+    while True:
+        chunk = await next_chunk()
+        for line in splitter.feed(chunk) if chunk else splitter.close():
+            yield line
+        if not chunk:
+            return

@@ -1,0 +1,27 @@
+"""A file written whole or not at all: what every writer of a file others read (a ready file, a
+report, a page, a golden, a lockfile, a client's configuration) shares."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["write_atomic"]
+
+
+def write_atomic(path: Path, data: bytes, *, keep_mode: bool = False) -> None:
+    """``data`` over ``path`` through a temporary file beside it and a rename, so a reader never sees
+    half a file; ``keep_mode``: ``path`` keeps its permission bits. On ``OSError`` no temporary file
+    is left behind and the error goes on to the caller."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_bytes(data)
+        if keep_mode:
+            shutil.copymode(path, temporary)
+        temporary.replace(path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
