@@ -59,7 +59,7 @@ class Chain:
 
     def check_parsed(self, frame: Frame, document: dict[str, Any]) -> Message:
         """``check`` of a frame its reader has parsed already (``mcp-server check`` reads lines)."""
-        if self._fast is None or frame.size is not None:
+        if self._fast is None:
             return self.inspect(frame, document)
         message = self._fast(frame, document)
         assert message is not None

@@ -43,10 +43,10 @@ def compile_fast_path(schema: SchemaCheck, limit: int, allows: Allows | None, do
     loads, syntax_error, new = jsonio.loads, jsonio.JSONSyntaxError, tuple.__new__
 
     def path(frame: Frame, document: dict[str, Any] | None = None) -> Message | None:
+        raw = frame.raw
+        if frame.size is not None or len(raw) > limit:  # parsed or not, the size guard has its say
+            return doubt(frame, document)
         if document is None:
-            raw = frame.raw
-            if frame.size is not None or len(raw) > limit:
-                return doubt(frame, None)
             try:
                 document = loads(raw)
             except syntax_error:
