@@ -114,7 +114,7 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
         parents=[logs],
         **_described("gateway", "a validating proxy in front of an MCP server"),
         usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
-        "[--config FILE] [--lock FILE] [--otel] (--upstream URL | -- COMMAND ...)",
+        "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] (--upstream URL | -- COMMAND ...)",
     )
     gateway.add_argument(
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
@@ -127,6 +127,11 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     gateway.add_argument("--lock", type=Path, metavar="FILE", help="tool lockfile (`mcp-server lock`) to hold tools to")
     gateway.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
+    gateway.add_argument(
+        "--bridge",
+        metavar="VERSION",
+        help="the upstream speaks only VERSION: clients of the other era are translated (2025-11-25, 2026-07-28)",
+    )
     gateway.add_argument(
         "--otel", action="store_true", help="export a span per forwarded call (MCP_OTEL=1; the otel extra; OTEL_*)"
     )
@@ -317,6 +322,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         lock_path=args.lock,
         lock_server=args.lock_server,
         tracer=_tracer(args, settings, environ),
+        bridge=args.bridge,
     )
     _redact_logs(gateway.redactor)
     _open_log(events, gateway.redactor)

@@ -101,6 +101,9 @@ class CanonicalError(Enum):
     # Gateway with a tool lockfile (issue 21): a call of a tool the lock does not hold, or that the
     # upstream lists otherwise than locked. Hidden from the client's list, so unknown on the MCP wire.
     TOOL_NOT_LOCKED = (-32012, 403, "Tool not in the lockfile as listed", "tool_not_locked", Plane.PROTOCOL, -32602)
+    # Gateway bridging the protocol eras (issue 22): what one era has and the other cannot carry;
+    # ``data.feature`` names it (a method, a field, a capability). Never dropped in silence.
+    NOT_BRIDGEABLE = (-32013, 501, "Feature cannot be bridged between protocol versions", "unsupported")
 
     def __init__(
         self,

@@ -87,6 +87,7 @@ def prepare(
     lock_path: Path | None = None,
     lock_server: str | None = None,
     tracer: Tracer | None = None,
+    bridge: str | None = None,
 ) -> Gateway:
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
@@ -114,6 +115,10 @@ def prepare(
     checks = Checks(
         registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), _grants(policy, environ)
     )
+    if bridge is not None:
+        from .bridge import bridged
+
+        new_upstream = bridged(new_upstream, checks, bridge)
     return Gateway(
         settings=settings,
         checks=checks,

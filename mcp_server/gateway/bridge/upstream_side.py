@@ -1,0 +1,91 @@
+"""The upstream's side of a bridged session: a ``Session`` at the upstream's version and the two
+chains that check each frame crossing there, against the upstream's own schema, with the run's
+verdicts (report, enforce or observe) on what they refuse. No I/O and no translation here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...chain.compose import build_chain
+from ...core import jsonio
+from ...core.errors import Rejection
+from ...core.session import Session
+from ...core.types import (
+    CLIENT_TO_SERVER,
+    ERROR_RESPONSE,
+    REQUEST,
+    RESPONSE,
+    SERVER_TO_CLIENT,
+    Frame,
+    Message,
+)
+from ...registry.tools import UpstreamTools
+from ...registry.versions import stated_version
+from ..session import Checks
+from ..verdicts import Action, Verdicts
+
+__all__ = ["UpstreamSide"]
+
+_LET_THROUGH = (Action.OBSERVED, Action.PASSED, Action.LATE)
+
+
+class UpstreamSide:
+    """What crosses between a bridge and its upstream, checked at the upstream's version."""
+
+    def __init__(self, checks: Checks, label: str) -> None:
+        registry, limit = checks.registry, checks.max_frame_bytes
+        self.session = Session()
+        self.transport = f"upstream ({label})"
+        self.verdicts = Verdicts(checks.config, checks.report, registry)
+        self._tools = UpstreamTools(registry)
+        self._sending = build_chain(registry, CLIENT_TO_SERVER, max_frame_bytes=limit)
+        self._hearing = build_chain(registry, SERVER_TO_CLIENT, max_frame_bytes=limit)
+        checks.report.open_session(self.session, self.transport)
+
+    def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
+        """A frame the bridge made for the upstream: its bytes, and the message it was checked as (a
+        request is expected back). Refused at the upstream's version and enforced: ``Rejection``
+        (the bridge answers its client with it); observed: sent all the same."""
+        raw = jsonio.dumps(document)
+        frame = Frame(raw, self.transport, self.session, None, CLIENT_TO_SERVER)
+        try:
+            message = self._sending.check(frame)
+        except Rejection as rejection:
+            if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
+                raise
+            message = rejection.message
+        self.verdicts.learn(frame, message, self._tools)
+        if message.kind is REQUEST and message.id is not None and message.method is not None:
+            stated = stated_version(message.params) if self.session.version is None else None
+            self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
+        return raw, message
+
+    def heard(self, raw: bytes, size: int | None = None) -> Message | Rejection:
+        """A frame of the upstream's, checked at its version: its message (a reply settles its
+        request; a request of the upstream's is expected back), or the ``Rejection`` enforced."""
+        frame = Frame(raw, self.transport, self.session, size, SERVER_TO_CLIENT)
+        try:
+            message = self._hearing.check(frame)
+        except Rejection as rejection:
+            if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
+                return rejection
+            message = rejection.message
+        self.verdicts.learn(frame, message, self._tools)
+        if message.id is None:
+            return message
+        if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
+            self.session.settle(CLIENT_TO_SERVER, message.id)
+        elif message.kind is REQUEST and message.method is not None:
+            stated = message.version if self.session.version is None else None
+            self.session.expect(SERVER_TO_CLIENT, message.id, message.method, None, stated)
+        return message
+
+    def answering(self, document: Mapping[str, Any]) -> bytes:
+        """A reply the bridge makes to a request of the upstream's (the client's answer, translated):
+        checked like any frame sent, its request settled."""
+        raw, message = self.sending(document)
+        if message.id is not None:
+            self.session.settle(SERVER_TO_CLIENT, message.id)
+        return raw
