@@ -1,7 +1,9 @@
 """A minimal, fast MCP upstream for benchmarks: raw NDJSON, N tools with distinct schemas.
 
 Answers initialize, tools/list and tools/call at once, so the gateway's own cost is what shows.
-Usage: python bench/fast_upstream.py [N_TOOLS]
+With ``--modern`` it speaks 2026-07-28 only: ``server/discover`` instead of ``initialize``, and
+every result states its ``resultType`` (and a list its cache hints).
+Usage: python bench/fast_upstream.py [N_TOOLS] [--modern]
 """
 
 from __future__ import annotations
@@ -49,15 +51,34 @@ def result_of(request: dict, tools: list[dict]) -> dict:
     return {}
 
 
+def modern_result_of(request: dict, tools: list[dict]) -> dict:
+    """The 2026-07-28 result of ``request``: no handshake, ``resultType`` on every result."""
+    if request.get("method") == "server/discover":
+        return {
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "resultType": "complete",
+            "ttlMs": 0,
+            "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fast", "version": "1"}},
+        }
+    result = {**result_of(request, tools), "resultType": "complete"}
+    if request.get("method") == "tools/list":
+        result.update(ttlMs=0, cacheScope="public")
+    return result
+
+
 def main() -> None:
-    tools = [tool(i) for i in range(int(sys.argv[1]) if len(sys.argv) > 1 else 20)]
+    arguments = [a for a in sys.argv[1:] if a != "--modern"]
+    answer = modern_result_of if "--modern" in sys.argv[1:] else result_of
+    tools = [tool(i) for i in range(int(arguments[0]) if arguments else 20)]
     out = sys.stdout
     for line in sys.stdin:
         request = json.loads(line)
         rid = request.get("id")
         if rid is None:
             continue
-        out.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result_of(request, tools)}) + "\n")
+        out.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": answer(request, tools)}) + "\n")
         out.flush()
 
 
