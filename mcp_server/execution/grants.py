@@ -40,6 +40,10 @@ class Grant:
     arguments_sha256: str
     policy_version: str
     expires: int
+    # A continuation: the call was approved and carried out, and its upstream asked for more input;
+    # the retry needs no second yes, and brings the upstream's own ``requestState`` (``carried``).
+    continuation: bool = False
+    carried: str | None = None
 
 
 def _b64(data: bytes) -> str:
@@ -69,14 +73,26 @@ class GrantSigner:
         """Whether ``token`` (a ``requestState``) is shaped like a grant of ours, not an upstream's state."""
         return isinstance(token, str) and token.startswith(PREFIX)
 
-    def issue(self, tool: str, arguments: Any, policy_version: str, ttl_seconds: float) -> tuple[Grant, str]:
-        """A new approval of the call ``tool(arguments)``, valid ``ttl_seconds``; and its token."""
+    def issue(
+        self,
+        tool: str,
+        arguments: Any,
+        policy_version: str,
+        ttl_seconds: float,
+        *,
+        carried: str | None = None,
+        continuation: bool = False,
+    ) -> tuple[Grant, str]:
+        """A new approval of the call ``tool(arguments)``, valid ``ttl_seconds``; and its token. A
+        ``continuation`` is the approval already given, for the call's next round with its upstream."""
         grant = Grant(
             id=secrets.token_hex(8),
             tool=tool,
             arguments_sha256=arguments_digest(arguments),
             policy_version=policy_version,
             expires=int(self.clock() + ttl_seconds),
+            continuation=continuation,
+            carried=carried,
         )
         payload = PREFIX + _b64(jsonio.canonical(_document(grant)))
         return grant, payload + "." + _b64(self._mac(payload))
@@ -117,13 +133,16 @@ class GrantSigner:
 
 
 def _document(grant: Grant) -> dict[str, Any]:
-    return {
+    document: dict[str, Any] = {
         "id": grant.id,
         "tool": grant.tool,
         "arguments_sha256": grant.arguments_sha256,
         "policy_version": grant.policy_version,
         "expires": grant.expires,
     }
+    if grant.continuation:
+        document.update(continuation=True, carried=grant.carried)
+    return document
 
 
 def signer_from(environ: Mapping[str, str]) -> GrantSigner:

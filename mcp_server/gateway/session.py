@@ -51,7 +51,7 @@ from .config import GatewayConfig
 from .deadlines import Deadlines
 from .ending import end_pending, expire
 from .readiness import Readiness
-from .stateless_hold import admitted_params, can_be_asked, input_required
+from .stateless_hold import admitted_params, can_be_asked, continued, input_required
 from .verdicts import Action, Verdicts, stand_in_answer
 
 __all__ = ["Checks", "ClientSide", "GatewaySession", "Handled"]
@@ -184,6 +184,9 @@ class GatewaySession:
         self.deadlines = Deadlines(checks.config.request_timeout_seconds, checks.policy, self._expired)
         self.approvals = None if checks.policy is None else ApprovalBook.of(checks.policy)
         self.askers: set[PeerChannel] = set()
+        # Approved stateless held calls in flight (id → tool, arguments): an upstream round answering
+        # one gets a continuation grant. Only while the request is upstream; nothing between requests.
+        self.approved: dict[RequestId, tuple[str, Any]] = {}
         self.heard = asyncio.Event()  # set after each upstream frame is handled
         self._tasks: set[asyncio.Task[None]] = set()
         self.client = client(self)
@@ -358,6 +361,7 @@ class GatewaySession:
         request_id = (message.params or {}).get("requestId")
         if isinstance(request_id, str | int):
             self.deadlines.stop(request_id)
+            self.approved.pop(request_id, None)
             self.client.cancelled(request_id)
             if self.spans:
                 self._answered(request_id, "cancelled", error=True)
@@ -396,6 +400,8 @@ class GatewaySession:
             result = input_required(grants, policy, message)
             return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": result}, version=message.version)
         self._decided(message, "allowed")
+        assert message.tool is not None
+        self.approved[message.id] = (message.tool, params.get("arguments", {}))
         document = message.document if message.document is not None else jsonio.loads(frame.raw)
         return frame._replace(raw=jsonio.dumps({**document, "params": params}))
 
@@ -444,6 +450,17 @@ class GatewaySession:
                 error=None if refusal is None else refusal.summary(),
             )
 
+    def _continued(self, frame: Frame, message: Message) -> Frame:
+        """The upstream's answer to an approved held call: when it asks for more input, its state goes
+        back inside a continuation grant (the retry is not asked to approve again)."""
+        assert message.id is not None and self.checks.policy is not None and self.checks.grants is not None
+        tool, arguments = self.approved.pop(message.id)
+        result = (message.document or {}).get("result")
+        if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            return frame
+        wrapped = continued(self.checks.grants, self.checks.policy, tool, arguments, result)
+        return frame._replace(raw=jsonio.dumps({**(message.document or {}), "result": wrapped}))
+
     def _stand_in(self, direction: Direction) -> Frame:
         """A frame of no bytes, for what the gateway reports of a session without one in hand."""
         return Frame(b"", self.transport, self.session, 0, direction)
@@ -474,6 +491,8 @@ class GatewaySession:
         if self._claimed(message):
             pass  # the reply to a request of the gateway's own: it goes no further
         else:
+            if self.approved and message.id in self.approved and message.kind is not REQUEST:
+                frame = self._continued(frame, message)
             self._track(message)
             await self.client.passed(_relayed(frame, message), message)
         if self.events is not None:
@@ -529,6 +548,8 @@ class GatewaySession:
         """Past its time: the client gets a retryable error (in the upstream's place, when its reply
         would have come) and the upstream ``notifications/cancelled``."""
         expired = expire(self.session, self.verdicts, request, error)
+        if request.id is not None:
+            self.approved.pop(request.id, None)
         if expired is None:
             return  # answered or cancelled meanwhile
         cancel, stands_for, answer = expired

@@ -14,7 +14,7 @@ from ..execution.grants import GrantSigner
 from ..execution.peer import approval_request, approved
 from ..execution.policy import Policy
 
-__all__ = ["INPUT_KEY", "admitted_params", "can_be_asked", "input_required"]
+__all__ = ["INPUT_KEY", "admitted_params", "can_be_asked", "continued", "input_required"]
 
 CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 INPUT_KEY = "mcp-server/approval"  # the gateway's key in ``inputRequests``/``inputResponses``
@@ -40,7 +40,12 @@ def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> di
     if not GrantSigner.is_grant(token):
         return None
     assert message.tool is not None and isinstance(token, str)
-    signer.verify(token, message.tool, params.get("arguments", {}), policy.version)
+    grant = signer.verify(token, message.tool, params.get("arguments", {}), policy.version)
+    if grant.continuation:  # approved already: the upstream's next round, with its own state back
+        relayed = {key: value for key, value in params.items() if key != "requestState"}
+        if grant.carried is not None:
+            relayed["requestState"] = grant.carried
+        return relayed
     responses = params.get("inputResponses")
     answer = responses.get(INPUT_KEY) if isinstance(responses, Mapping) else None
     if not approved(answer if isinstance(answer, Mapping) else None):
@@ -54,6 +59,18 @@ def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> di
     if others:
         relayed["inputResponses"] = others
     return relayed
+
+
+def continued(
+    signer: GrantSigner, policy: Policy, tool: str, arguments: Any, result: Mapping[str, Any]
+) -> dict[str, Any]:
+    """An approved call's upstream asks for more input (an InputRequiredResult): its state wrapped in
+    a continuation grant, so that the retry is not held again (and asked again, round after round)."""
+    state = result.get("requestState")
+    carried = state if isinstance(state, str) else None
+    ttl = policy.approval_deadline_seconds
+    token = signer.issue(tool, arguments, policy.version, ttl, carried=carried, continuation=True)[1]
+    return {**result, "requestState": token}
 
 
 def can_be_asked(message: Message) -> bool:

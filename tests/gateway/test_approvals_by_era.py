@@ -146,3 +146,27 @@ def test_a_stateless_grant_tampered_with_or_expired_is_refused(tmp_path: Path) -
 
 def _code(answer: dict[str, Any]) -> CanonicalError:
     return next(member for member in CanonicalError if member.mcp_code == answer["error"]["code"])
+
+
+def test_a_held_call_whose_upstream_asks_for_more_input_is_approved_once_not_every_round(tmp_path: Path) -> None:
+    """Issue 22: a 2026-07-28 upstream answering an approved call with InputRequiredResult rounds gets
+    its own state back through a continuation grant: the user approves once, answers the upstream's
+    two questions, and the call completes (before: asked again each round, the upstream's state lost)."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[tool]]\nmatch = "test_input_required_result_multi_round"\napproval = true\n')
+    asked: list[str] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        if "Approve" in params.message:
+            return types.ElicitResult(**YES)
+        return types.ElicitResult(action="accept", content={"name": "Ada", "color": "green"})
+
+    async def call(url: str) -> str:
+        async with Client(url, mode="2026-07-28", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
+            result = await client.call_tool("test_input_required_result_multi_round", {})
+            return str(result.content[0].text)
+
+    with http_gateway(tmp_path, "--policy", str(policy), env={"MCP_APPROVAL_KEY": KEY}) as gw:
+        assert asyncio.run(asyncio.wait_for(call(gw.url), WAIT)) == "Multi-round complete"
+    assert [question.split()[0] for question in asked] == ["Approve", "Step", "Step"]
