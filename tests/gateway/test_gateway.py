@@ -530,6 +530,18 @@ def test_a_bad_listen_value_exits_2(tmp_path: Path) -> None:
     assert "mcp:error reason=setup_failed detail=--listen must be stdio, unix:PATH or http" in process.stderr.decode()
 
 
+def test_a_bridge_to_an_unknown_protocol_version_exits_2_naming_the_known_ones(tmp_path: Path) -> None:
+    """Issue 22: `--bridge VERSION` names the upstream's version; one the gateway has no schema of is
+    a setup error, said in one line with the versions it knows, before anything starts."""
+    process = subprocess.run(
+        gateway_command("--bridge", "2099-01-01"), capture_output=True, timeout=WAIT, env=server_env(tmp_path)
+    )
+    assert process.returncode == 2
+    said = process.stderr.decode()
+    assert "reason=setup_failed detail=--bridge: unknown protocol version '2099-01-01'" in said
+    assert "2025-11-25" in said and "2026-07-28" in said and "Traceback" not in said
+
+
 def test_an_upstream_that_stops_reading_makes_the_gateway_stop_reading_not_buffer(tmp_path: Path) -> None:
     """Issue 5: backpressure. An upstream that never reads its stdin: the gateway holds a bounded
     amount, then stops taking frames from the client (its writes block), with flat memory."""
