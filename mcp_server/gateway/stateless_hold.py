@@ -1,6 +1,7 @@
 """A call the policy holds under the stateless protocol (2026-07-28): asked as an InputRequiredResult
 whose ``requestState`` is a signed grant; carried out when the retry brings the grant back with the
 user's yes, on whichever replica shares the key. Nothing waits in memory between the two requests.
+A bridge's own rounds of an approved call (its state, under another prefix) are let through.
 """
 
 from __future__ import annotations
@@ -10,14 +11,18 @@ from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
 from ..core.types import Message
+from ..execution.approvals import arguments_digest
 from ..execution.grants import GrantSigner
 from ..execution.peer import approval_request, approved
 from ..execution.policy import Policy
 
-__all__ = ["INPUT_KEY", "admitted_params", "can_be_asked", "input_required"]
+__all__ = ["BRIDGE_STATE", "INPUT_KEY", "admitted_params", "can_be_asked", "input_required"]
 
 CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 INPUT_KEY = "mcp-server/approval"  # the gateway's key in ``inputRequests``/``inputResponses``
+# The prefix of a bridge's ``requestState`` (gateway/bridge/to_stateful.py): an upstream's question
+# within a call relayed already, sealed with the same key as grants, never read as one.
+BRIDGE_STATE = "mcp-bridge.1."
 
 
 def input_required(signer: GrantSigner, policy: Policy, message: Message) -> dict[str, Any]:
@@ -38,7 +43,7 @@ def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> di
     params: Mapping[str, Any] = message.params or {}
     token = params.get("requestState")
     if not GrantSigner.is_grant(token):
-        return None
+        return dict(params) if _continues(signer, message) else None
     assert message.tool is not None and isinstance(token, str)
     signer.verify(token, message.tool, params.get("arguments", {}), policy.version)
     responses = params.get("inputResponses")
@@ -54,6 +59,19 @@ def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> di
     if others:
         relayed["inputResponses"] = others
     return relayed
+
+
+def _continues(signer: GrantSigner, message: Message) -> bool:
+    """Whether the retry brings a bridge's state of this very call (tool and arguments), sealed with
+    this key: the bridge issues one only for a call it relayed, so approved already; it answers the
+    upstream's question and starts no new call."""
+    params: Mapping[str, Any] = message.params or {}
+    claims = signer.unseal(params.get("requestState"), BRIDGE_STATE)
+    return (
+        claims is not None
+        and claims.get("tool") == message.tool
+        and claims.get("arguments_sha256") == arguments_digest(params.get("arguments", {}))
+    )
 
 
 def can_be_asked(message: Message) -> bool:
