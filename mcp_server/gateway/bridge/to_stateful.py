@@ -41,6 +41,9 @@ _STATELESS_META = frozenset({PROTOCOL_VERSION_META, CLIENT_INFO_META, CLIENT_CAP
 _RETRY_FIELDS = ("requestState", "inputResponses")
 # The upstream's requests of its client that an InputRequiredResult carries, and the capability each needs.
 _ASKS = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+# What the stateless era requires of a result that the stateful era never says: a result of the
+# upstream's is complete (no rounds of its own), and private to the client, not to be cached.
+_RESULT_DEFAULTS: Mapping[str, Any] = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
 # Each identity is an upstream session (over STDIO, a process): a fleet's clients are a few builds
 # times a few capability sets; past this many the least recently used one is closed.
 MAX_IDENTITIES = 32
@@ -132,6 +135,7 @@ class StatefulUpstreams:
         self._tasks: set[asyncio.Task[None]] = set()
         legacy = checks.registry.protocol(version).definitions.get("ClientCapabilities", {})
         self._capabilities = frozenset(legacy.get("properties", {}))
+        self._required: dict[tuple[str | None, str], Mapping[str, Any]] = {}
 
     # -- the Connection ------------------------------------------------------------------------
 
@@ -473,11 +477,23 @@ class StatefulUpstreams:
             else:
                 identity.initialized.set_exception(ConnectionError(f"initialize refused: {document.get('error')}"))
             return
+        call = identity.calls.get(message.id) if isinstance(message.id, int) else None
+        if call is None:
+            return  # a call cancelled or expired meanwhile
         result = document.get("result")
-        if type(result) is dict and "resultType" not in result:
-            document["result"] = {**result, "resultType": "complete"}
-        if isinstance(message.id, int):
-            self._settled(identity, message.id, document)
+        if type(result) is dict:
+            document["result"] = {**self._added(call), **result}
+        self._settled(identity, message.id, document)  # type: ignore[arg-type]
+
+    def _added(self, call: _Call) -> Mapping[str, Any]:
+        """The fields the client's version requires of ``call``'s result that the upstream's lacks."""
+        key = (call.version, call.method)
+        added = self._required.get(key)
+        if added is None:
+            protocol = self._checks.registry.protocol(call.version or self._checks.registry.stateless_versions[-1])
+            required = protocol.result_required(call.method)
+            added = self._required[key] = {k: v for k, v in _RESULT_DEFAULTS.items() if k in required}
+        return added
 
     def _settled(self, identity: _Identity, upstream_id: int, document: dict[str, Any]) -> None:
         call = identity.calls.get(upstream_id)

@@ -1,0 +1,190 @@
+"""Issue 22: a 2026-07-28 client through `gateway --bridge 2025-11-25` to an upstream that speaks only
+the stateful era (the conformance target with `--era legacy`): the official SDK client in 2026-07-28
+mode, real gateway and upstream processes, HTTP and STDIO on either side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import StdioServerParameters, types
+from mcp.client.client import Client
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+from mcp_server.core.errors import CanonicalError
+
+from ..conftest import ROOT, server_env
+from .test_gateway import report_of
+from .test_gateway_conformance import TARGET, free_port, running
+from .test_gateway_http import HEADERS, Gateway, body_of, http_gateway, rpc
+
+WAIT = 60.0
+MODERN = "2026-07-28"
+LEGACY_TARGET = [*TARGET, "--era", "legacy"]
+BRIDGE = ("--bridge", "2025-11-25")
+BROKEN = [sys.executable, str(ROOT / "tests" / "upstreams" / "broken_server.py")]
+ME = types.Implementation(name="bridge-test", version="1")
+
+
+def _run(work: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(work, WAIT))
+
+
+async def _accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """The user of the client: approves a held call, fills in the upstream's form."""
+    if "approve" in json.dumps(params.model_dump(mode="json")):
+        return types.ElicitResult(action="accept", content={"approve": True})
+    return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.org"})
+
+
+def _client(url: str, name: str = "bridge-test", **options: Any) -> Client:
+    info = types.Implementation(name=name, version="1")
+    return Client(url, mode=MODERN, read_timeout_seconds=WAIT, client_info=info, **options)
+
+
+@pytest.fixture(scope="module")
+def bridge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One HTTP gateway bridging to a STDIO upstream of the stateful era only."""
+    with http_gateway(tmp_path_factory.mktemp("bridge"), *BRIDGE, upstream=LEGACY_TARGET) as gateway:
+        yield gateway
+
+
+def _meta(name: str = "raw", capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+    }
+
+
+def _post(url: str, frame: dict[str, Any], method: str, name: str | None = None) -> dict[str, Any]:
+    headers = {**HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = name
+    with httpx.Client(timeout=WAIT) as http:
+        return body_of(http.post(url, json=frame, headers=headers))
+
+
+async def _tour(client: Client) -> list[str]:
+    """Tools, resources and prompts, as the client sees them."""
+    tools = await client.list_tools()
+    called = await client.call_tool("test_simple_text", {})
+    resources = await client.list_resources()
+    read = await client.read_resource("test://static-text")
+    prompts = await client.list_prompts()
+    prompt = await client.get_prompt("test_simple_prompt")
+    assert "test_elicitation" in [tool.name for tool in tools.tools]
+    assert "test://static-text" in [str(resource.uri) for resource in resources.resources]
+    assert "test_simple_prompt" in [p.name for p in prompts.prompts]
+    contents = read.contents[0]
+    assert isinstance(contents, types.TextResourceContents)
+    first = prompt.messages[0].content
+    assert isinstance(first, types.TextContent)
+    text = called.content[0]
+    assert isinstance(text, types.TextContent)
+    return [text.text, contents.text, first.text]
+
+
+def test_a_2026_client_discovers_and_uses_a_stateful_upstream_through_the_http_bridge(bridge: Gateway) -> None:
+    """Issue 22: the bridge answers `server/discover` from the upstream's `initialize` (the client's
+    version, the upstream's name and capabilities), and tools, resources and prompts go through."""
+
+    async def session() -> tuple[str | None, str, list[str]]:
+        async with Client(bridge.url, mode="auto", read_timeout_seconds=WAIT, client_info=ME) as client:
+            assert client.server_capabilities is not None and client.server_capabilities.tools is not None
+            return client.protocol_version, client.server_info.name, await _tour(client)
+
+    version, server, seen = _run(session())
+    assert (version, server) == (MODERN, "conformance-target")
+    assert seen[0] and seen[1] and seen[2]
+
+
+def test_clients_of_two_identities_get_two_upstream_sessions_and_one_identity_reuses_its_own(
+    tmp_path: Path,
+) -> None:
+    """Issue 22: one upstream session per client identity (clientInfo and capabilities): a second
+    client of another name starts a second upstream; the same identity again starts none. (The
+    first lists the tools, so the gateway asks no list of its own before the call.)"""
+    with http_gateway(tmp_path, *BRIDGE, upstream=LEGACY_TARGET) as gateway:
+
+        async def calls(name: str) -> None:
+            async with _client(gateway.url, name) as client:
+                await client.list_tools()
+                await client.call_tool("test_simple_text", {})
+
+        _run(calls("first"))
+        one = gateway.children()
+        _run(calls("first"))
+        same = gateway.children()
+        _run(calls("second"))
+        two = gateway.children()
+    assert len(one) == 1 and same == one
+    assert len(two) == 2 and one[0] in two
+
+
+def test_the_upstreams_elicitation_reaches_the_2026_client_as_an_input_required_round(bridge: Gateway) -> None:
+    """Issue 22 / spec 2026-07-28 (InputRequiredResult): the upstream's `elicitation/create` during
+    a call is asked of the client by its result; its retry's answer goes to the upstream, whose
+    reply to the call answers the retry."""
+
+    async def call() -> str:
+        async with _client(bridge.url, elicitation_callback=_accept) as client:
+            result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+            text = result.content[0]
+            assert isinstance(text, types.TextContent)
+            return text.text
+
+    answer = _run(call())
+    assert "action=accept" in answer and "ada@example.org" in answer
+
+
+def test_a_tampered_or_foreign_request_state_is_refused_and_nothing_goes_upstream(bridge: Gateway) -> None:
+    """Issue 22: the bridge's requestState is signed; a changed one, or one it did not issue, is
+    refused with a catalogued error (invalid params at /params/requestState)."""
+    meta = _meta("tamperer", {"elicitation": {}})
+    call = rpc(1, "tools/call", {"name": "test_elicitation", "arguments": {"message": "hi"}, "_meta": meta})
+    asked = _post(bridge.url, call, "tools/call", "test_elicitation")["result"]
+    assert asked["resultType"] == "input_required"
+    (key,) = asked["inputRequests"]
+    assert asked["inputRequests"][key]["method"] == "elicitation/create"
+    answers = {key: {"action": "accept", "content": {"username": "x", "email": "x@example.org"}}}
+    state = asked["requestState"]
+    for forged in (state[:-2] + ("AA" if not state.endswith("AA") else "BB"), "someone-elses-state"):
+        params = {**call["params"], "inputResponses": answers, "requestState": forged}
+        refused = _post(bridge.url, rpc(2, "tools/call", params), "tools/call", "test_elicitation")
+        assert refused["error"]["code"] == CanonicalError.INVALID_PARAMS.mcp_code
+    params = {**call["params"], "inputResponses": answers, "requestState": state}
+    done = _post(bridge.url, rpc(3, "tools/call", params), "tools/call", "test_elicitation")
+    assert "x@example.org" in done["result"]["content"][0]["text"]
+    assert done["result"]["resultType"] == "complete"
+
+
+def test_subscriptions_listen_is_refused_as_not_bridgeable_naming_the_feature(bridge: Gateway) -> None:
+    """Issue 22: what the stateful era cannot carry is refused with NOT_BRIDGEABLE and `data.feature`."""
+    listen = rpc(1, "subscriptions/listen", {"_meta": _meta(), "notifications": {"toolsListChanged": True}})
+    refused = _post(bridge.url, listen, "subscriptions/listen")
+    assert refused["error"]["code"] == CanonicalError.NOT_BRIDGEABLE.mcp_code
+    assert refused["error"]["data"]["feature"] == "subscriptions/listen"
+
+
+def test_a_client_of_the_upstreams_own_era_passes_through_the_same_bridge(bridge: Gateway) -> None:
+    """Issue 22: a 2025-11-25 client (its first frame `initialize`) is relayed untouched."""
+
+    async def session() -> tuple[str | None, str]:
+        async with Client(bridge.url, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=_accept) as c:
+            result = await c.call_tool("test_elicitation", {"message": "Who are you?"})
+            text = result.content[0]
+            assert isinstance(text, types.TextContent)
+            return c.protocol_version, text.text
+
+    version, text = _run(session())
+    assert version == "2025-11-25" and "ada@example.org" in text
