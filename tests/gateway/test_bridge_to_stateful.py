@@ -6,10 +6,11 @@ mode, real gateway and upstream processes, HTTP and STDIO on either side.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,6 @@ import httpx
 import pytest
 from mcp import StdioServerParameters, types
 from mcp.client.client import Client
-from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_server.core.errors import CanonicalError
@@ -188,3 +188,160 @@ def test_a_client_of_the_upstreams_own_era_passes_through_the_same_bridge(bridge
 
     version, text = _run(session())
     assert version == "2025-11-25" and "ada@example.org" in text
+
+
+def _held_policy(tmp_path: Path, deadline: float = 300.0) -> str:
+    policy = tmp_path / "policy.toml"
+    rule = '[[tool]]\nmatch = "test_elicitation"\napproval = true\n'
+    policy.write_text(f"[approval]\ndeadline_seconds = {deadline}\n{rule}")
+    return str(policy)
+
+
+def test_a_held_call_whose_upstream_also_elicits_is_approved_then_answered_or_refused(tmp_path: Path) -> None:
+    """Issue 22 with issue 21's approvals: the gateway asks its approval first (its own grant), then
+    the bridge the upstream's question (its own state, another prefix): approved, both rounds go
+    through; refused, the call never reaches the upstream."""
+    with http_gateway(tmp_path, *BRIDGE, "--policy", _held_policy(tmp_path), upstream=LEGACY_TARGET) as gateway:
+
+        async def call(approve: bool) -> str | int:
+            async def user(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+                if "approve" in json.dumps(params.model_dump(mode="json")):
+                    return types.ElicitResult(action="accept", content={"approve": approve})
+                return await _accept(context, params)
+
+            async with _client(gateway.url, elicitation_callback=user) as client:
+                try:
+                    result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+                except MCPError as refused:
+                    return refused.error.code
+                text = result.content[0]
+                assert isinstance(text, types.TextContent)
+                return text.text
+
+        approved, refused = _run(call(True)), _run(call(False))
+    assert isinstance(approved, str) and "ada@example.org" in approved
+    assert refused == CanonicalError.APPROVAL_DENIED.mcp_code
+
+
+def _grant_expiry(token: str) -> int:
+    payload = token.removeprefix("mcp-approval.1.").rpartition(".")[0]
+    return int(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["expires"])
+
+
+def test_a_held_calls_grant_tampered_or_expired_is_refused_before_the_bridge(tmp_path: Path) -> None:
+    """Issue 21 through the bridge: a grant brought back with other arguments is APPROVAL_MISMATCH,
+    one past the approval deadline APPROVAL_EXPIRED; neither call reaches the upstream."""
+    policy = _held_policy(tmp_path, deadline=1)
+    with http_gateway(tmp_path, *BRIDGE, "--policy", policy, upstream=LEGACY_TARGET) as gateway:
+        meta = _meta("approver", {"elicitation": {}})
+        call = {"name": "test_elicitation", "arguments": {"message": "hi"}, "_meta": meta}
+        asked = _post(gateway.url, rpc(1, "tools/call", call), "tools/call", "test_elicitation")["result"]
+        (key,) = asked["inputRequests"]
+        yes = {key: {"action": "accept", "content": {"approve": True}}}
+        other = {**call, "arguments": {"message": "something else"}, "requestState": asked["requestState"]}
+        tampered = _post(
+            gateway.url, rpc(2, "tools/call", {**other, "inputResponses": yes}), "tools/call", "test_elicitation"
+        )
+        expires = _grant_expiry(asked["requestState"])
+        while time.time() < expires + 0.1:  # the grant's own expiry, read from it
+            time.sleep(0.05)
+        late = {**call, "requestState": asked["requestState"], "inputResponses": yes}
+        expired = _post(gateway.url, rpc(3, "tools/call", late), "tools/call", "test_elicitation")
+    assert tampered["error"]["code"] == CanonicalError.APPROVAL_MISMATCH.mcp_code
+    assert expired["error"]["code"] == CanonicalError.APPROVAL_EXPIRED.mcp_code
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_an_invalid_upstream_reply_is_caught_at_the_upstreams_version(tmp_path: Path, mode: str) -> None:
+    """Issue 22: the upstream's side is checked against 2025-11-25: enforce answers the client with
+    UPSTREAM_INVALID_REPLY; observe passes the reply on and reports the violation."""
+    with http_gateway(tmp_path, *BRIDGE, "--mode", mode, upstream=BROKEN) as gateway:
+        listed = _post(gateway.url, rpc(1, "tools/list", {"_meta": _meta()}), "tools/list")
+        assert listed["result"]["resultType"] == "complete"
+        bad = rpc(2, "tools/call", {"name": "bad_result", "arguments": {}, "_meta": _meta()})
+        answer = _post(gateway.url, bad, "tools/call", "bad_result")
+    report = report_of(tmp_path)
+    if mode == "enforce":
+        assert answer["error"]["code"] == CanonicalError.UPSTREAM_INVALID_REPLY.mcp_code
+    else:
+        assert answer["result"]["content"] == "not a list"
+    assert report["violations"]
+
+
+def test_a_2026_client_over_stdio_reaches_an_http_upstream_of_the_stateful_era(tmp_path: Path) -> None:
+    """Issue 22: the STDIO front with a 2026-07-28 client, the upstream over Streamable HTTP (one
+    session id per identity): tools, resources, prompts and the elicitation round go through."""
+    port = free_port()
+    target = [*LEGACY_TARGET, "--http", str(port)]
+    with running(target, f"http://127.0.0.1:{port}/mcp", server_env(tmp_path)) as upstream:
+        command = [sys.executable, "-m", "mcp_server", "gateway", *BRIDGE, "--upstream", upstream]
+        parameters = StdioServerParameters(
+            command=command[0], args=command[1:], env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
+        )
+
+        async def session() -> list[str]:
+            async with Client(
+                parameters, mode=MODERN, read_timeout_seconds=WAIT, client_info=ME, elicitation_callback=_accept
+            ) as client:
+                seen = await _tour(client)
+                asked = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+                text = asked.content[0]
+                assert isinstance(text, types.TextContent)
+                return [*seen, text.text]
+
+        seen = _run(session())
+    assert "ada@example.org" in seen[-1]
+
+
+def _state_expiry(token: str) -> float:
+    payload = token.removeprefix("mcp-bridge.1.").rpartition(".")[0]
+    return float(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["expires"])
+
+
+def _events(url: str, frame: dict[str, Any], method: str, name: str) -> list[dict[str, Any]]:
+    """Every JSON-RPC message of one POST's response (its SSE stream, or its one JSON body)."""
+    headers = {**HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": method, "Mcp-Name": name}
+    with httpx.Client(timeout=WAIT) as http:
+        response = http.post(url, json=frame, headers=headers)
+    if not response.headers.get("content-type", "").startswith("text/event-stream"):
+        return [response.json()]
+    return [json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")]
+
+
+def test_a_round_not_retried_in_time_expires_and_unasked_log_messages_are_recorded(tmp_path: Path) -> None:
+    """Issue 22: a held exchange lives as long as a request may (the request timeout): a retry past
+    it is refused (invalid params). Spec 2026-07-28 (logging): log messages reach a call that asked
+    for them (`_meta` logLevel); any other, with no request to ride on, is recorded as not
+    bridgeable rather than dropped in silence."""
+    config = tmp_path / "gateway.json"
+    config.write_text(json.dumps({"request_timeout_seconds": 1}))
+    with http_gateway(tmp_path, *BRIDGE, "--config", str(config), upstream=LEGACY_TARGET) as gateway:
+        meta = _meta("slow", {"elicitation": {}})
+        logging = {"name": "test_tool_with_logging", "arguments": {}}
+        unasked = _events(gateway.url, rpc(1, "tools/call", {**logging, "_meta": meta}), "tools/call", logging["name"])
+        asking = {**logging, "_meta": {**meta, "io.modelcontextprotocol/logLevel": "info"}}
+        asked_logs = _events(gateway.url, rpc(4, "tools/call", asking), "tools/call", logging["name"])
+        call = {"name": "test_elicitation", "arguments": {"message": "hi"}, "_meta": meta}
+        asked = _post(gateway.url, rpc(2, "tools/call", call), "tools/call", "test_elicitation")["result"]
+        (key,) = asked["inputRequests"]
+        expires = _state_expiry(asked["requestState"])
+        while time.time() < expires + 0.1:  # the state's own expiry, read from it
+            time.sleep(0.05)
+        answers = {key: {"action": "accept", "content": {"username": "x", "email": "x@example.org"}}}
+        late = {**call, "requestState": asked["requestState"], "inputResponses": answers}
+        refused = _post(gateway.url, rpc(3, "tools/call", late), "tools/call", "test_elicitation")
+    assert refused["error"]["code"] == CanonicalError.INVALID_PARAMS.mcp_code
+    assert refused["error"]["data"]["errors"][0]["path"] == "/params/requestState"
+    assert [event.get("method") for event in unasked] == [None]
+    assert [event.get("method") for event in asked_logs].count("notifications/message") == 3
+    assert report_of(tmp_path)["violations"]["not_bridgeable"] == 3
+
+
+def test_an_upstream_that_cannot_start_its_session_answers_upstream_unavailable(tmp_path: Path) -> None:
+    """Issue 22: an identity's upstream that ends before answering `initialize` fails the client's
+    request with UPSTREAM_UNAVAILABLE (catalogued), never a hang."""
+    with http_gateway(tmp_path, *BRIDGE, upstream=[sys.executable, "-c", "pass"]) as gateway:
+        listed = _post(gateway.url, rpc(1, "tools/list", {"_meta": _meta()}), "tools/list")
+        again = _post(gateway.url, rpc(2, "tools/list", {"_meta": _meta()}), "tools/list")
+    assert listed["error"]["code"] == CanonicalError.UPSTREAM_UNAVAILABLE.mcp_code
+    assert again["error"]["code"] == CanonicalError.UPSTREAM_UNAVAILABLE.mcp_code

@@ -361,6 +361,9 @@ class StatefulUpstreams:
             params.get("arguments", {})
         ):
             raise _refusal("request_state_of_another_call")
+        expires = claims.get("expires")
+        if not isinstance(expires, int | float) or expires <= self._signer.clock():
+            raise _refusal("request_state_expired")
         exchange = identity.exchanges.pop(str(claims.get("exchange")), None)
         call = None if exchange is None else identity.calls.get(exchange.call)
         if exchange is None or call is None:
@@ -401,14 +404,15 @@ class StatefulUpstreams:
         identity.exchanges[exchange.id] = exchange
         call.client_id, call.exchange = None, exchange
         self._by_client.pop(client_id, None)
+        ttl = self._checks.config.request_timeout_seconds
         claims = {
+            "expires": self._signer.clock() + ttl,
             "exchange": exchange.id,
             "identity": identity.digest,
             "method": call.method,
             "tool": call.tool,
             "arguments_sha256": call.arguments_sha256,
         }
-        ttl = self._checks.config.request_timeout_seconds
         exchange.timer = asyncio.get_running_loop().call_later(ttl, self._expire, identity, exchange)
         state = self._signer.seal(BRIDGE_STATE, claims)
         result = {"resultType": "input_required", "inputRequests": requests, "requestState": state}
