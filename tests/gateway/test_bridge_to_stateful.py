@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +315,7 @@ def test_a_round_not_retried_in_time_expires_and_unasked_log_messages_are_record
     for them (`_meta` logLevel); any other, with no request to ride on, is recorded as not
     bridgeable rather than dropped in silence."""
     config = tmp_path / "gateway.json"
-    config.write_text(json.dumps({"request_timeout_seconds": 1}))
+    config.write_text(json.dumps({"request_timeout_seconds": 2}))
     with http_gateway(tmp_path, *BRIDGE, "--config", str(config), upstream=LEGACY_TARGET) as gateway:
         meta = _meta("slow", {"elicitation": {}})
         logging = {"name": "test_tool_with_logging", "arguments": {}}
@@ -322,7 +323,8 @@ def test_a_round_not_retried_in_time_expires_and_unasked_log_messages_are_record
         asking = {**logging, "_meta": {**meta, "io.modelcontextprotocol/logLevel": "info"}}
         asked_logs = _events(gateway.url, rpc(4, "tools/call", asking), "tools/call", logging["name"])
         call = {"name": "test_elicitation", "arguments": {"message": "hi"}, "_meta": meta}
-        asked = _post(gateway.url, rpc(2, "tools/call", call), "tools/call", "test_elicitation")["result"]
+        first = _post(gateway.url, rpc(2, "tools/call", call), "tools/call", "test_elicitation")
+        asked = first.get("result") or pytest.fail(str(first))
         (key,) = asked["inputRequests"]
         expires = _state_expiry(asked["requestState"])
         while time.time() < expires + 0.1:  # the state's own expiry, read from it
@@ -345,3 +347,23 @@ def test_an_upstream_that_cannot_start_its_session_answers_upstream_unavailable(
         again = _post(gateway.url, rpc(2, "tools/list", {"_meta": _meta()}), "tools/list")
     assert listed["error"]["code"] == CanonicalError.UPSTREAM_UNAVAILABLE.mcp_code
     assert again["error"]["code"] == CanonicalError.UPSTREAM_UNAVAILABLE.mcp_code
+
+
+def test_two_clients_using_the_same_ids_at_once_each_get_their_own_rounds_and_replies(bridge: Gateway) -> None:
+    """Issue 22 / JSON-RPC 2.0 (ids are the sender's): two identities whose requests share ids,
+    each held in a round at the same time, each get their own question, state and answer back."""
+
+    def one(name: str) -> str:
+        meta = _meta(name, {"elicitation": {}})
+        call = {"name": "test_elicitation", "arguments": {"message": f"who is {name}?"}, "_meta": meta}
+        asked = _post(bridge.url, rpc(1, "tools/call", call), "tools/call", "test_elicitation")["result"]
+        ((key, question),) = asked["inputRequests"].items()
+        assert question["params"]["message"] == f"who is {name}?"
+        answers = {key: {"action": "accept", "content": {"username": name, "email": f"{name}@example.org"}}}
+        retry = {**call, "requestState": asked["requestState"], "inputResponses": answers}
+        done = _post(bridge.url, rpc(2, "tools/call", retry), "tools/call", "test_elicitation")
+        return str(done["result"]["content"][0]["text"])
+
+    with ThreadPoolExecutor(2) as pool:
+        texts = list(pool.map(one, ["alice", "bob"]))
+    assert "alice@example.org" in texts[0] and "bob@example.org" in texts[1]

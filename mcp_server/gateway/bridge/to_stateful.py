@@ -94,6 +94,8 @@ class _Identity:
         loop = asyncio.get_running_loop()
         self.initialized: asyncio.Future[Mapping[str, Any]] = loop.create_future()  # the upstream's result
         self.ready: asyncio.Future[Mapping[str, Any]] = loop.create_future()  # … and ``initialized`` sent
+        for future in (self.initialized, self.ready):  # a failure nobody waits for is no error of its own
+            future.add_done_callback(lambda done: done.cancelled() or done.exception())
         self.pump: asyncio.Task[None] | None = None
 
     def frame(self) -> Frame:
@@ -267,7 +269,8 @@ class StatefulUpstreams:
             identity = self._identities.get(key) or self._start(key, info, declared)
             self._identities.move_to_end(key)
         try:
-            await asyncio.wait_for(asyncio.shield(identity.ready), self._checks.config.request_timeout_seconds)
+            # Starting the session is the wait for what checks the request (the upstream's own start).
+            await asyncio.wait_for(asyncio.shield(identity.ready), self._checks.config.check_wait_seconds)
         except Exception:  # TimeoutError included
             if self._identities.get(identity.key) is identity:  # the next request tries a fresh one
                 del self._identities[identity.key]
