@@ -18,8 +18,7 @@ from typing import Any
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
 from ...core.replies import error_reply
-from ...core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, SERVER_TO_CLIENT, Frame, Message
-from ...core.types import RequestId as RequestId
+from ...core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, SERVER_TO_CLIENT, Frame, Message, RequestId
 from ...execution.approvals import arguments_digest
 from ...execution.grants import GrantSigner, signer_from
 from ...registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META, stated_version
@@ -96,7 +95,7 @@ class _Identity:
         self.ready: asyncio.Future[Mapping[str, Any]] = loop.create_future()  # … and ``initialized`` sent
         for future in (self.initialized, self.ready):  # a failure nobody waits for is no error of its own
             future.add_done_callback(lambda done: done.cancelled() or done.exception())
-        self.pump: asyncio.Task[None] | None = None
+        self.pump: asyncio.Task[None] | None = None  # its frames read (held here: the loop keeps no task)
 
     def frame(self) -> Frame:
         """A frame of the upstream's for the report (what the bridge did with one it heard)."""
@@ -200,7 +199,7 @@ class StatefulUpstreams:
             identity = await self._identity(meta)
             if about.method == "server/discover":
                 self._put({"jsonrpc": "2.0", "id": about.id, "result": self._discovered(identity.ready.result())})
-            elif "requestState" in params or "inputResponses" in params:
+            elif any(name in params for name in _RETRY_FIELDS):
                 await self._retry(identity, params, about)
             else:
                 await self._relay(identity, params, meta, about)
@@ -279,9 +278,12 @@ class StatefulUpstreams:
         return identity
 
     def _start(self, key: bytes, info: Any, declared: Any) -> _Identity:
+        """A new identity's session, started; past the bound the least recently used idle one (else
+        the least recently used) is closed first, what its clients wait for answered."""
         if len(self._identities) >= self._max:
-            idle = [one for one in self._identities.values() if not one.calls and not one.exchanges]
-            oldest = idle[0] if idle else next(iter(self._identities.values()))
+            identities = list(self._identities.values())
+            idle = [one for one in identities if one.ready.done() and not one.calls and not one.exchanges]
+            oldest = (idle or identities)[0]
             del self._identities[oldest.key]
             self._spawn(self._retire_quietly(oldest))
         connection, fresh = (self._first, False) if self._first is not None else (self._new(), True)
