@@ -47,6 +47,13 @@ async def _accept(context: Any, params: types.ElicitRequestParams) -> types.Elic
     return types.ElicitResult(action="accept", content={"username": "ada", "email": "ada@example.org"})
 
 
+async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    """The client's model."""
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="sampled"), model="test-model"
+    )
+
+
 def _client(url: str, name: str = "bridge-test", **options: Any) -> Client:
     info = types.Implementation(name=name, version="1")
     return Client(url, mode=MODERN, read_timeout_seconds=WAIT, client_info=info, **options)
@@ -367,3 +374,22 @@ def test_two_clients_using_the_same_ids_at_once_each_get_their_own_rounds_and_re
     with ThreadPoolExecutor(2) as pool:
         texts = list(pool.map(one, ["alice", "bob"]))
     assert "alice@example.org" in texts[0] and "bob@example.org" in texts[1]
+
+
+def test_the_upstreams_sampling_is_a_round_only_for_a_client_that_declared_it(bridge: Gateway) -> None:
+    """Issue 22 / spec 2026-07-28 (capabilities are per request): `sampling/createMessage` during a
+    call reaches a client that declared sampling as an InputRequiredResult; for one that did not,
+    the bridge answers the upstream with MISSING_CLIENT_CAPABILITY and the call goes on (here the
+    upstream's tool fails with that error)."""
+
+    async def sampled() -> str:
+        async with _client(bridge.url, "sampler", sampling_callback=_sampling) as client:
+            result = await client.call_tool("test_sampling", {"prompt": "hello"})
+            text = result.content[0]
+            assert isinstance(text, types.TextContent)
+            return text.text
+
+    assert "sampled" in _run(sampled())
+    call = {"name": "test_sampling", "arguments": {"prompt": "hi"}, "_meta": _meta("no-sampling", {"elicitation": {}})}
+    undeclared = _post(bridge.url, rpc(1, "tools/call", call), "tools/call", "test_sampling")
+    assert undeclared["error"]["code"] == CanonicalError.MISSING_CLIENT_CAPABILITY.mcp_code
