@@ -155,9 +155,11 @@ def _check_tool_input(tools: ToolSchemas, message: Message) -> None:
 def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
     """A tool result against the tool's output schema (tools spec, "Structured Content").
 
-    ``isError`` results are exempt; otherwise ``structuredContent`` must be present and valid.
+    ``isError`` results are exempt, and so is an InputRequiredResult (2026-07-28: it asks for input,
+    the tool's output comes with the retry's result); otherwise ``structuredContent`` must be present
+    and valid.
     """
-    if tool_io.output is None or result.get("isError") is True:
+    if tool_io.output is None or result.get("isError") is True or result.get("resultType") == "input_required":
         return
     if "structuredContent" not in result:
         raise Rejection(

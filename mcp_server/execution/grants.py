@@ -94,20 +94,35 @@ class GrantSigner:
             continuation=continuation,
             carried=carried,
         )
-        payload = PREFIX + _b64(jsonio.canonical(_document(grant)))
-        return grant, payload + "." + _b64(self._mac(payload))
+        return grant, self.seal(PREFIX, _document(grant))
+
+    def seal(self, prefix: str, claims: Mapping[str, Any]) -> str:
+        """A token of ``claims`` signed with this key, under ``prefix`` (a grant's, or another state of
+        the gateway's own: each use has its prefix, so one's token is never read as another's)."""
+        payload = prefix + _b64(jsonio.canonical(claims))
+        return payload + "." + _b64(self._mac(payload))
+
+    def unseal(self, token: Any, prefix: str) -> dict[str, Any] | None:
+        """The claims of a token this key sealed under ``prefix``; ``None`` for anything else."""
+        if not isinstance(token, str) or not token.startswith(prefix):
+            return None
+        payload, _, signature = token.rpartition(".")
+        try:
+            good = hmac.compare_digest(_unb64(signature), self._mac(payload))
+            claims = jsonio.loads(_unb64(payload.removeprefix(prefix))) if good else None
+        except (ValueError, binascii.Error, jsonio.JSONSyntaxError):
+            claims = None
+        return claims if isinstance(claims, dict) else None
 
     def _mac(self, payload: str) -> bytes:
         return hmac.new(self._key, payload.encode(), hashlib.sha256).digest()
 
     def open(self, token: str) -> Grant:
         """The grant ``token`` carries, when this key signed it; else APPROVAL_NOT_FOUND."""
-        payload, _, signature = token.rpartition(".")
+        document = self.unseal(token, PREFIX)
         try:
-            good = hmac.compare_digest(_unb64(signature), self._mac(payload))
-            document = jsonio.loads(_unb64(payload.removeprefix(PREFIX))) if good else None
-            grant = Grant(**document) if isinstance(document, dict) else None
-        except (ValueError, TypeError, binascii.Error, jsonio.JSONSyntaxError):
+            grant = Grant(**document) if document is not None else None
+        except TypeError:
             grant = None
         if grant is None:
             raise _refused(CanonicalError.APPROVAL_NOT_FOUND, "/params/requestState", "approval_not_found")

@@ -390,16 +390,18 @@ class GatewaySession:
         policy, grants = self.checks.policy, self.checks.grants
         assert policy is not None and grants is not None and message.id is not None
         try:
-            params = admitted_params(grants, policy, message)
+            admitted = admitted_params(grants, policy, message)
         except Rejection as refusal:
             self.verdicts.violation(refusal.error.slug, frame, message)
             self._decided(message, "denied", refusal)
             return stand_in_answer(self.checks.registry, refusal, message.id, message.method, message.version)
-        if params is None:
+        if admitted is None:
             self._decided(message, "held")
             result = input_required(grants, policy, message)
             return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": result}, version=message.version)
-        self._decided(message, "allowed")
+        params = admitted.params
+        if admitted.decided:
+            self._decided(message, "allowed")
         assert message.tool is not None
         self.approved[message.id] = (message.tool, params.get("arguments", {}))
         document = message.document if message.document is not None else jsonio.loads(frame.raw)

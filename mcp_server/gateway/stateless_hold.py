@@ -1,12 +1,13 @@
 """A call the policy holds under the stateless protocol (2026-07-28): asked as an InputRequiredResult
 whose ``requestState`` is a signed grant; carried out when the retry brings the grant back with the
 user's yes, on whichever replica shares the key. Nothing waits in memory between the two requests.
+An approved call's later rounds with its upstream come back under a continuation grant: asked once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.errors import CanonicalError, Rejection
 from ..core.types import Message
@@ -14,7 +15,7 @@ from ..execution.grants import GrantSigner
 from ..execution.peer import approval_request, approved
 from ..execution.policy import Policy
 
-__all__ = ["INPUT_KEY", "admitted_params", "can_be_asked", "continued", "input_required"]
+__all__ = ["INPUT_KEY", "Admitted", "admitted_params", "can_be_asked", "continued", "input_required"]
 
 CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 INPUT_KEY = "mcp-server/approval"  # the gateway's key in ``inputRequests``/``inputResponses``
@@ -31,7 +32,15 @@ def input_required(signer: GrantSigner, policy: Policy, message: Message) -> dic
     return {"resultType": "input_required", "inputRequests": {INPUT_KEY: question}, "requestState": token}
 
 
-def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> dict[str, Any] | None:
+class Admitted(NamedTuple):
+    """A retried held call let through: the params to relay, and whether the user's yes decided it
+    now (a continuation round was decided at its first round: no second audit event)."""
+
+    params: dict[str, Any]
+    decided: bool
+
+
+def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> Admitted | None:
     """The retried call's params to relay (the grant and the user's answer taken out), when it brings
     a grant of ours; ``None`` when it brings none (the user is to be asked). A grant that is not
     this call's, is stale or expired, or an answer that is not yes: ``Rejection``."""
@@ -45,7 +54,7 @@ def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> di
         relayed = {key: value for key, value in params.items() if key != "requestState"}
         if grant.carried is not None:
             relayed["requestState"] = grant.carried
-        return relayed
+        return Admitted(relayed, decided=False)
     responses = params.get("inputResponses")
     answer = responses.get(INPUT_KEY) if isinstance(responses, Mapping) else None
     if not approved(answer if isinstance(answer, Mapping) else None):
@@ -58,7 +67,7 @@ def admitted_params(signer: GrantSigner, policy: Policy, message: Message) -> di
     others = {key: value for key, value in (responses or {}).items() if key != INPUT_KEY}
     if others:
         relayed["inputResponses"] = others
-    return relayed
+    return Admitted(relayed, decided=True)
 
 
 def continued(

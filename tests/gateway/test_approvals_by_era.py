@@ -68,7 +68,8 @@ def test_both_eras_are_asked_and_their_answers_decide_alike_with_one_audit_event
     """Issue 22: the same policy rule holds the call of a 2025-11-25 client (elicitation) and of a
     2026-07-28 client (InputRequiredResult); a yes carries it out, a no or an answer that is not the
     approval asked for refuses it with APPROVAL_DENIED; the audit events of both are the same."""
-    with http_gateway(tmp_path, "--policy", _policy(tmp_path), upstream=SDK_UPSTREAM, env={"MCP_APPROVAL_KEY": KEY}) as gw:
+    key = {"MCP_APPROVAL_KEY": KEY}
+    with http_gateway(tmp_path, "--policy", _policy(tmp_path), upstream=SDK_UPSTREAM, env=key) as gw:
 
         async def both_eras() -> list[str | CanonicalError]:
             return [

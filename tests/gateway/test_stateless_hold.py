@@ -11,7 +11,7 @@ from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.types import REQUEST, Message
 from mcp_server.execution.grants import MIN_KEY_BYTES, GrantSigner
 from mcp_server.execution.policy import Policy
-from mcp_server.gateway.stateless_hold import INPUT_KEY, admitted_params, input_required
+from mcp_server.gateway.stateless_hold import INPUT_KEY, Admitted, admitted_params, continued, input_required
 
 POLICY = Policy.from_document({"tool": [{"match": "echo", "approval": True}], "redaction": {"keys": ["pin"]}})
 SIGNER = GrantSigner(b"s" * MIN_KEY_BYTES, shared=True)
@@ -37,12 +37,13 @@ def test_a_retry_with_the_users_yes_is_relayed_without_the_grant_and_keeps_other
     token = input_required(SIGNER, POLICY, call({"arguments": ARGUMENTS}))["requestState"]
     responses = {INPUT_KEY: {"action": "accept", "content": {"approve": True}}, "theirs": {"action": "decline"}}
     params = {"arguments": ARGUMENTS, "requestState": token, "inputResponses": responses, "_meta": {"k": 1}}
-    assert admitted_params(SIGNER, POLICY, call(params)) == {
+    relayed = {
         "name": "echo",
         "arguments": ARGUMENTS,
         "_meta": {"k": 1},
         "inputResponses": {"theirs": {"action": "decline"}},
     }
+    assert admitted_params(SIGNER, POLICY, call(params)) == Admitted(relayed, decided=True)
 
 
 def test_a_call_without_a_grant_of_ours_is_asked_and_a_no_is_refused() -> None:
@@ -56,3 +57,19 @@ def test_a_call_without_a_grant_of_ours_is_asked_and_a_no_is_refused() -> None:
         with pytest.raises(Rejection) as refused:
             admitted_params(GrantSigner(b"s" * MIN_KEY_BYTES, shared=True), POLICY, retry)
         assert refused.value.error is CanonicalError.APPROVAL_DENIED
+
+
+def test_an_approved_calls_next_round_with_its_upstream_is_let_through_with_the_upstreams_state() -> None:
+    """Issue 22: the upstream's InputRequiredResult to an approved call goes back with a continuation
+    grant; the retry carrying it is not asked again and brings the upstream its own state."""
+    upstream_round = {"resultType": "input_required", "inputRequests": {"q": {}}, "requestState": "theirs-1"}
+    wrapped = continued(SIGNER, POLICY, "echo", ARGUMENTS, upstream_round)
+    assert wrapped["inputRequests"] == {"q": {}} and GrantSigner.is_grant(wrapped["requestState"])
+    answers = {"q": {"action": "accept", "content": {"name": "Ada"}}}
+    retry = call({"arguments": ARGUMENTS, "requestState": wrapped["requestState"], "inputResponses": answers})
+    relayed = {"name": "echo", "arguments": ARGUMENTS, "requestState": "theirs-1", "inputResponses": answers}
+    assert admitted_params(SIGNER, POLICY, retry) == Admitted(relayed, decided=False)
+    other = continued(SIGNER, POLICY, "echo", ARGUMENTS, upstream_round)["requestState"]
+    with pytest.raises(Rejection) as refused:
+        admitted_params(SIGNER, POLICY, call({"arguments": {"text": "other"}, "requestState": other}))
+    assert refused.value.error is CanonicalError.APPROVAL_MISMATCH
