@@ -64,7 +64,7 @@ def http_app(app: ASGIApp, era: Era) -> ASGIApp:
 
 
 async def _refuse_initialize(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-    """Answer `initialize` as a server with no handshake does; pass anything else on unread."""
+    """Answer `initialize` as a server with no handshake does; hand anything else on, its body replayed."""
     messages: list[Message] = []
     while not messages or messages[-1].get("more_body", False):
         messages.append(await receive())
