@@ -68,6 +68,9 @@ class Run:
         return self.endpoint.name if self.revision is None else f"{self.revision}/{self.endpoint.name}"
 
 
+# A run through the era bridge is an endpoint and a row, e.g. the 2025-11-25 set before a modern-only
+# target: Endpoint("target-modern/bridge-2026-07-28", "target", "gateway", ("--era", "modern"),
+# ("--bridge", "2026-07-28")) and Run(CONFORMANCE_NEXT, "2025-11-25", that endpoint).
 RUNS: tuple[Run, ...] = (
     *(Run(CONFORMANCE, None, e) for e in (DIRECT, GATEWAY, UPSTREAM, EVERYTHING_DIRECT, EVERYTHING_GATEWAY)),
     *(Run(CONFORMANCE_NEXT, revision, e) for revision in REVISIONS for e in (DIRECT, GATEWAY, UPSTREAM)),

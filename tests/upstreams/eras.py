@@ -2,6 +2,7 @@
 or `modern` (the 2026-07-28 per-request envelope), over STDIO or Streamable HTTP.
 
 Only the SDK's own serving loops and refusals are used; this adds no protocol behaviour of its own.
+The SDK has no public modern-only loop: its two private names used here are what `Server.run` uses.
 """
 
 from __future__ import annotations
