@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import base64
 import json
-import sys
 import warnings
 from typing import Annotated, Any
 
@@ -24,6 +23,7 @@ from eras import ERAS, http_app, serve_stdio  # run as a script: its own folder 
 from mcp import types
 from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
+from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 warnings.simplefilter("ignore", MCPDeprecationWarning)  # sampling, logging, roots: still in the suite
@@ -51,8 +51,25 @@ WAV = base64.b64encode(
     + b"\x80\x80"
 ).decode()
 
-server = MCPServer("conformance-target", version="1.0.0")
-RELATED = "--standalone" not in sys.argv[1:]  # server requests on the calling request's own stream
+
+def _options() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="The conformance suite's server fixtures.")
+    parser.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP at /mcp (default: STDIO)")
+    parser.add_argument("--standalone", action="store_true", help="server requests on the session's GET stream")
+    parser.add_argument("--era", choices=ERAS, help="serve one protocol era only (default: both)")
+    parser.add_argument(
+        "--state-key", metavar="KEY", help="seals requestState; replicas share it (default: a key of its own)"
+    )
+    return parser.parse_args()
+
+
+OPTIONS = _options()
+server = MCPServer(
+    "conformance-target",
+    version="1.0.0",
+    request_state_security=RequestStateSecurity(keys=[OPTIONS.state_key]) if OPTIONS.state_key else None,
+)
+RELATED = not OPTIONS.standalone  # server requests on the calling request's own stream
 subscribed: set[str] = set()
 changing: set[asyncio.Task[None]] = set()
 
@@ -376,26 +393,28 @@ def _changing_prompt() -> list[Message]:
     return [UserMessage("here for now")]
 
 
+# Each change is undone before the call returns: the lists stay the same between calls, so replicas
+# of the target list alike and a scenario comparing two tools/list answers sees no change of ours.
+
+
 @server.tool()
 async def test_trigger_tool_change(ctx: Context) -> str:
-    """Adds or removes a tool, then says the list changed."""
-    if any(tool.name == "test_changing_tool" for tool in await server.list_tools()):
-        server.remove_tool("test_changing_tool")
-    else:
-        server.add_tool(_changing_tool, name="test_changing_tool")
+    """Adds a tool and removes it, saying each time that the list changed."""
+    server.add_tool(_changing_tool, name="test_changing_tool")
     await ctx.notify_tools_changed()
-    return "tool list changed"
+    server.remove_tool("test_changing_tool")
+    await ctx.notify_tools_changed()
+    return "tool list changed twice"
 
 
 @server.tool()
 async def test_trigger_prompt_change(ctx: Context) -> str:
-    """Adds or removes a prompt, then says the list changed."""
-    if any(prompt.name == "test_changing_prompt" for prompt in await server.list_prompts()):
-        server.remove_prompt("test_changing_prompt")
-    else:
-        server.add_prompt(Prompt.from_function(_changing_prompt, name="test_changing_prompt"))
+    """Adds a prompt and removes it, saying each time that the list changed."""
+    server.add_prompt(Prompt.from_function(_changing_prompt, name="test_changing_prompt"))
     await ctx.notify_prompts_changed()
-    return "prompt list changed"
+    server.remove_prompt("test_changing_prompt")
+    await ctx.notify_prompts_changed()
+    return "prompt list changed twice"
 
 
 @server.resource("test://static-text", mime_type="text/plain", description="A static text resource")
@@ -490,26 +509,17 @@ lowlevel.add_request_handler("logging/setLevel", types.SetLevelRequestParams, _s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="The conformance suite's server fixtures.")
-    parser.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP at /mcp (default: STDIO)")
-    parser.add_argument("--standalone", action="store_true", help="server requests on the session's GET stream")
-    parser.add_argument("--era", choices=ERAS, help="serve one protocol era only (default: both)")
-    options = parser.parse_args()
-    if options.http is None:
-        if options.era is None:
+    if OPTIONS.http is None:
+        if OPTIONS.era is None:
             server.run("stdio")
         else:
-            anyio.run(serve_stdio, lowlevel, options.era)
+            anyio.run(serve_stdio, lowlevel, OPTIONS.era)
         return
     import uvicorn
 
     app = server.streamable_http_app()
-    uvicorn.run(
-        app if options.era is None else http_app(app, options.era),
-        host="127.0.0.1",
-        port=options.http,
-        log_level="warning",
-    )
+    served = app if OPTIONS.era is None else http_app(app, OPTIONS.era)
+    uvicorn.run(served, host="127.0.0.1", port=OPTIONS.http, log_level="warning")
 
 
 if __name__ == "__main__":

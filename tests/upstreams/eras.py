@@ -2,6 +2,7 @@
 or `modern` (the 2026-07-28 per-request envelope), over STDIO or Streamable HTTP.
 
 Only the SDK's own serving loops and refusals are used; this adds no protocol behaviour of its own.
+The SDK has no public modern-only loop: its two private names used here are what `Server.run` uses.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def http_app(app: ASGIApp, era: Era) -> ASGIApp:
 
 
 async def _refuse_initialize(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-    """Answer `initialize` as a server with no handshake does; pass anything else on unread."""
+    """Answer `initialize` as a server with no handshake does; hand anything else on, its body replayed."""
     messages: list[Message] = []
     while not messages or messages[-1].get("more_body", False):
         messages.append(await receive())
