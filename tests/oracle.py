@@ -63,6 +63,7 @@ class SpecSchema:
         self.document = json.loads((SCHEMAS / version / "schema.json").read_text())
         self.defs_key = "$defs" if "$defs" in self.document else "definitions"
         self.defs: Mapping[str, Any] = self.document[self.defs_key]
+        self.stateless = "InitializeRequest" not in self.defs  # 2026-07-28: no handshake
         modern = "2020-12" in self.document.get("$schema", "")
         self._cls = Draft202012Validator if modern else Draft7Validator
         spec = DRAFT202012 if modern else DRAFT7

@@ -97,6 +97,11 @@ def expected_cause(spec: SpecSchema, case: Case) -> set[CanonicalError]:
         return {CanonicalError.INVALID_ENVELOPE}
     if (case.direction, frame["method"]) not in spec.requests:
         return {CanonicalError.METHOD_NOT_FOUND}
+    if spec.stateless and case.direction == C2S:
+        # 2026-07-28: a request whose `_meta` envelope is missing or invalid is refused with HTTP 400.
+        meta = frame.get("params", {}).get("_meta")
+        if meta is None or not spec.valid("RequestMetaObject", meta):
+            return {CanonicalError.INVALID_REQUEST_META}
     return {CanonicalError.INVALID_PARAMS}
 
 

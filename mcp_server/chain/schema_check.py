@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
 from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Direction, Message
-from ..registry.schemas import SchemaRegistry, ToolIO, violations
+from ..registry.schemas import ProtocolSchema, SchemaRegistry, ToolIO, violations
 from ..registry.versions import resolve_version
 from .stage import Inspection
 
@@ -108,7 +108,7 @@ def check_message(
             raise Rejection(CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}])
         found = violations(validator, document)
         if found:
-            raise _invalid(found)
+            raise _invalid(found, _bad_meta(protocol, message) if message.kind is REQUEST else False)
         if message.method == "tools/call" and tools is not None:
             _check_tool_input(tools, message)
         return
@@ -131,11 +131,20 @@ def check_message(
         raise _invalid(found)
 
 
-def _invalid(found: list[dict[str, Any]]) -> Rejection:
-    """-32602 listing every violation; INVALID_FORMAT when all of them are asserted formats."""
+def _invalid(found: list[dict[str, Any]], bad_meta: bool = False) -> Rejection:
+    """-32602 listing every violation; INVALID_FORMAT when all of them are asserted formats;
+    INVALID_REQUEST_META when a stateless request's ``_meta`` envelope is among them (HTTP 400)."""
     if all(entry.get("rule") == "format" for entry in found):
         return Rejection(CanonicalError.INVALID_FORMAT, found)
-    return Rejection(CanonicalError.INVALID_PARAMS, found)
+    return Rejection(CanonicalError.INVALID_REQUEST_META if bad_meta else CanonicalError.INVALID_PARAMS, found)
+
+
+def _bad_meta(protocol: ProtocolSchema, message: Message) -> bool:
+    """A refused request of a stateless version whose ``_meta`` envelope is missing or invalid."""
+    if not protocol.stateless:
+        return False
+    meta = message.params.get("_meta") if isinstance(message.params, Mapping) else None
+    return meta is None or not protocol.definition_validator("RequestMetaObject").is_valid(meta)
 
 
 def _check_tool_input(tools: ToolSchemas, message: Message) -> None:

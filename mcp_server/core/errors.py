@@ -58,6 +58,9 @@ class CanonicalError(Enum):
     HEADER_MISMATCH = (-32020, 400, "Header mismatch", "header_mismatch")
     MISSING_CLIENT_CAPABILITY = (-32021, 400, "Missing required client capability", "unsupported")
     UNSUPPORTED_PROTOCOL_VERSION = (-32022, 400, "Unsupported protocol version", "unsupported")
+    # 2026-07-28: a request whose per-request ``_meta`` envelope is missing or invalid. Invalid params,
+    # refused over HTTP with 400 as the version's transport requires (the request states nothing).
+    INVALID_REQUEST_META = (-32602, 400, "Invalid params: request _meta", "validation_failed")
     # Tools.
     TOOL_NOT_FOUND = (-32001, 404, "Unknown tool", "not_found", Plane.PROTOCOL, -32602)
     INVALID_TOOL_INPUT = (-32602, 422, "Invalid tool input", "validation_failed", Plane.TOOL_RESULT)
@@ -173,6 +176,7 @@ HTTP_REFUSALS = frozenset(
         CanonicalError.NOT_INITIALIZED,
         CanonicalError.HEADER_MISMATCH,
         CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
+        CanonicalError.INVALID_REQUEST_META,
         CanonicalError.HOST_NOT_ALLOWED,
         CanonicalError.NOT_ACCEPTABLE,
         CanonicalError.UNSUPPORTED_MEDIA_TYPE,

@@ -74,13 +74,14 @@ def resolve_version(
     if requested is not None:
         if not isinstance(requested, str):
             raise Rejection(
-                CanonicalError.INVALID_PARAMS,
+                CanonicalError.INVALID_REQUEST_META,
                 [{"path": "/params/_meta/" + PROTOCOL_VERSION_META.replace("/", "~1"), "msg": "must be a string"}],
             )
         if requested not in registry.stateless_versions:
             raise Rejection(
                 CanonicalError.UNSUPPORTED_PROTOCOL_VERSION,
-                extra={"requested": requested, "supported": list(registry.versions)},
+                # The versions a request of this era may state: what ``server/discover`` lists.
+                extra={"requested": requested, "supported": list(registry.stateless_versions)},
             )
         return requested
     if message.method == "initialize":

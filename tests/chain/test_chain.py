@@ -161,13 +161,14 @@ def test_2026_requests_need_no_handshake_and_every_result_carries_result_type(ha
 def test_2026_request_with_an_unsupported_version_gets_the_spec_error(
     handler: Handler, registry: SchemaRegistry
 ) -> None:
-    """MCP 2026-07-28 UnsupportedProtocolVersionError: -32022 with requested and supported."""
+    """MCP 2026-07-28 UnsupportedProtocolVersionError: -32022 with requested and supported (the
+    versions a request may state: what server/discover lists, conformance `server-stateless`)."""
     params = meta_2026()
     params["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2030-01-01"
     [reply] = exchange(handler, [{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}])
     assert code_of(reply) == -32022
     assert reply["error"]["data"]["requested"] == "2030-01-01"
-    assert reply["error"]["data"]["supported"] == list(registry.versions)
+    assert reply["error"]["data"]["supported"] == list(registry.stateless_versions)
     registry.protocol("2026-07-28").definition_validator("UnsupportedProtocolVersionError").validate(reply)
 
 

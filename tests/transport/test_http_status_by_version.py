@@ -162,3 +162,45 @@ def test_the_official_client_keeps_its_gateway_session_after_bad_input_and_an_un
         calling = _bad_input_then_unknown_method(gateway.url, version, UPSTREAM_CALLS, relayed=True)
         seen = asyncio.run(asyncio.wait_for(calling, WAIT))
     assert seen == _expected(version, relayed=True)
+
+
+META_CASES = {
+    "no _meta": {},
+    "no protocol version": {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}},
+    "no client capabilities": {"_meta": {"io.modelcontextprotocol/protocolVersion": STATELESS}},
+    "capabilities not an object": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": STATELESS, "io.modelcontextprotocol/clientCapabilities": 1}
+    },
+}
+META_VALID = {"io.modelcontextprotocol/protocolVersion": STATELESS, "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@pytest.mark.parametrize("front", ["serve", "gateway"])
+def test_a_2026_request_without_its_meta_envelope_is_invalid_params_with_400(
+    serve_url: str, tmp_path: Path, front: str
+) -> None:
+    """2026-07-28 (conformance `server-stateless`, "Rejections of requests missing required _meta
+    fields use HTTP 400"): -32602 and 400, by serve and by the gateway's front alike; a valid one 200."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": STATELESS,
+        "Mcp-Method": "tools/list",
+    }
+
+    def statuses(url: str) -> dict[str, tuple[int, int | None]]:
+        seen = {}
+        for name, params in {**META_CASES, "valid": {"_meta": {**META_VALID}}}.items():
+            frame = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
+            response = httpx2.post(url, json=frame, headers=headers, timeout=WAIT)
+            body = response.json()
+            seen[name] = (response.status_code, body.get("error", {}).get("code"))
+        return seen
+
+    if front == "serve":
+        seen = statuses(serve_url)
+    else:
+        with http_gateway(tmp_path, upstream=SDK_UPSTREAM) as gateway:
+            seen = statuses(gateway.url)
+    invalid = CanonicalError.INVALID_REQUEST_META
+    assert seen == {**{name: (invalid.http_status, invalid.mcp_code) for name in META_CASES}, "valid": (200, None)}
