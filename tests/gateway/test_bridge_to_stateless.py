@@ -16,13 +16,12 @@ from typing import Any
 import pytest
 from mcp import types
 from mcp.client.client import Client
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_server.core.errors import CanonicalError
 
-from ..conftest import ROOT, initialize_frame, meta_2026, server_env
+from ..conftest import ROOT, initialize_frame, server_env
 from ..transport.test_http_status_by_version import sdk_session
 from .test_gateway import SDK_UPSTREAM, Peer, gateway_command, report_of
 from .test_gateway_conformance import TARGET, free_port, running
@@ -80,7 +79,9 @@ async def _tour(client: Client) -> None:
     assert prompt.messages
 
 
-@pytest.mark.parametrize(("kind", "upstream"), [("stdio", "stdio"), ("stdio", "http"), ("http", "stdio"), ("http", "http")])
+@pytest.mark.parametrize(
+    ("kind", "upstream"), [("stdio", "stdio"), ("stdio", "http"), ("http", "stdio"), ("http", "http")]
+)
 def test_a_legacy_client_uses_tools_resources_and_prompts_of_a_stateless_upstream(
     tmp_path: Path, kind: str, upstream: str
 ) -> None:
@@ -92,3 +93,247 @@ def test_a_legacy_client_uses_tools_resources_and_prompts_of_a_stateless_upstrea
 
     with front(tmp_path, kind, upstream) as server:
         asyncio.run(asyncio.wait_for(session(server), WAIT))
+
+
+async def _name(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    """The user of the client: Ada, whose favourite colour is teal."""
+    return types.ElicitResult(action="accept", content={"name": "Ada", "color": "teal"})
+
+
+async def _sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="Paris"), model="m")
+
+
+async def _roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///work", name="work")])
+
+
+@pytest.mark.parametrize("kind", ["stdio", "http"])
+def test_an_upstream_input_required_result_is_asked_of_a_legacy_client_as_its_own_requests(
+    tmp_path: Path, kind: str
+) -> None:
+    """Issue 22: an InputRequiredResult's elicitation, sampling and roots become the old client's
+    server-to-client requests; the call is retried with the answers and the state, round after round."""
+    asked: list[str] = []
+
+    async def name(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return await _name(context, params)
+
+    async def session(server: StdioServerParameters | str) -> None:
+        callbacks = {"elicitation_callback": name, "sampling_callback": _sample, "list_roots_callback": _roots}
+        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, **callbacks) as client:
+            greeted = await client.call_tool("test_input_required_result_elicitation", {})
+            assert greeted.content[0].text == "Hello, Ada!"
+            rounds = await client.call_tool("test_input_required_result_multi_round", {})
+            assert rounds.content[0].text == "Multi-round complete"
+            stated = await client.call_tool("test_input_required_result_request_state", {})
+            assert stated.content[0].text == "state-ok"
+            every = await client.call_tool("test_input_required_result_multiple_inputs", {})
+            assert every.content[0].text == "All inputs received: client_roots, greeting, user_name"
+
+    with front(tmp_path, kind, "stdio") as server:
+        asyncio.run(asyncio.wait_for(session(server), WAIT))
+    assert asked[:3] == ["What is your name?", "Step 1: What is your name?", "Step 2: What is your favorite color?"]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # the era's own methods
+def test_what_the_stateless_upstream_cannot_carry_is_refused_naming_the_feature(tmp_path: Path) -> None:
+    """Issue 22: whatever cannot be translated is refused with NOT_BRIDGEABLE naming the feature
+    (a subscription; an input the client declared no capability for), never silently dropped."""
+
+    async def session(server: StdioServerParameters) -> None:
+        async with Client(server, mode="legacy", read_timeout_seconds=WAIT) as client:
+            with pytest.raises(MCPError) as subscribed:
+                await client.subscribe_resource("test://watched-resource")
+            assert subscribed.value.error.code == CanonicalError.NOT_BRIDGEABLE.mcp_code
+            assert subscribed.value.error.data["feature"] == "resources/subscribe"
+            with pytest.raises(MCPError) as elicited:
+                await client.call_tool("test_input_required_result_elicitation", {})
+            assert elicited.value.error.code == CanonicalError.NOT_BRIDGEABLE.mcp_code
+            assert elicited.value.error.data["feature"] == "elicitation/create"
+            await client.send_roots_list_changed()  # no counterpart: recorded, not dropped in silence
+            assert (await client.call_tool("test_simple_text", {})).is_error is False
+
+    asyncio.run(asyncio.wait_for(session(stdio_front(tmp_path)), WAIT))
+    report = report_of(tmp_path)
+    assert report["violations"]["not_bridgeable"] == 3
+
+
+def test_the_bridge_answers_ping_carries_the_log_level_and_progress_and_strips_stateless_fields(
+    tmp_path: Path,
+) -> None:
+    """Issue 22: ping is the bridge's to answer (2026-07-28 has none), logging/setLevel becomes the
+    per-request log opt-in, progress tokens are kept, and a result comes without resultType, ttlMs,
+    cacheScope or the stateless `_meta` keys (spec 2025-11-25 has no place for them)."""
+    peer = Peer(tmp_path, *BRIDGE, upstream=TARGET)
+    offer = initialize_frame("2025-03-26", 1)
+    offer["params"]["clientInfo"] = {"name": "old-client", "version": "7"}
+    initialized = peer.call(offer)["result"]
+    assert initialized["protocolVersion"] == "2025-03-26" and initialized["serverInfo"]["name"] == "conformance-target"
+    assert "resultType" not in initialized and "tools" in initialized["capabilities"]
+    peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "ping"}) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    listed = peer.call({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})["result"]
+    assert {"resultType", "ttlMs", "cacheScope"}.isdisjoint(listed) and listed["tools"]
+    assert (
+        peer.call({"jsonrpc": "2.0", "id": 4, "method": "logging/setLevel", "params": {"level": "info"}})["result"]
+        == {}
+    )
+    call = {"name": "test_tool_with_logging", "arguments": {}, "_meta": {"progressToken": "p-1"}}
+    peer.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+    frames = [peer.receive() for _ in range(4)]
+    assert [frame.get("method") for frame in frames[:3]] == ["notifications/message"] * 3
+    assert frames[3]["id"] == 5 and "resultType" not in frames[3]["result"]
+    progress = {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p-2"}}
+    peer.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": progress})
+    frames = [peer.receive() for _ in range(4)]
+    assert [frame["params"]["progressToken"] for frame in frames[:3]] == ["p-2"] * 3
+    assert frames[3]["id"] == 6 and frames[3]["result"]["content"][0]["text"] == "Progress tool completed"
+    status, stderr = peer.finish()
+    assert status == 0, stderr
+    assert report_of(tmp_path)["violations"] == {}
+
+
+def test_an_sdk_client_at_an_older_version_is_bridged_over_http(tmp_path: Path) -> None:
+    """Issue 22: a client of 2025-06-18 gets its own version back and its calls carried."""
+
+    async def session(url: str) -> None:
+        async with sdk_session(url, "2025-06-18", []) as client:
+            tools = await client.list_tools()
+            assert "test_simple_text" in {tool.name for tool in tools.tools}
+            called = await client.call_tool("test_simple_text", {})
+            assert called.content[0].text == "This is a simple text response for testing."
+
+    with http_gateway(tmp_path, *BRIDGE) as gateway:
+        asyncio.run(asyncio.wait_for(session(gateway.url), WAIT))
+
+
+def test_a_client_of_the_upstreams_own_era_passes_through_the_bridge(tmp_path: Path) -> None:
+    """Issue 22: clients of the upstream's own era pass through untouched (new→new)."""
+
+    async def session(server: StdioServerParameters) -> None:
+        async with Client(server, mode="2026-07-28", read_timeout_seconds=WAIT, elicitation_callback=_name) as client:
+            called = await client.call_tool("test_simple_text", {})
+            assert called.content[0].text == "This is a simple text response for testing."
+            greeted = await client.call_tool("test_input_required_result_elicitation", {})
+            assert greeted.content[0].text == "Hello, Ada!"
+
+    asyncio.run(asyncio.wait_for(session(stdio_front(tmp_path)), WAIT))
+    report = report_of(tmp_path)
+    assert report["violations"] == {}
+
+
+@pytest.mark.parametrize("kind", ["stdio", "http"])
+def test_a_held_call_is_approved_or_refused_by_the_legacy_clients_user_before_the_bridge(
+    tmp_path: Path, kind: str
+) -> None:
+    """Issue 22 (approval granted, refused): the gateway asks the old client by elicitation, on its
+    side; only the approved call is carried to the stateless upstream."""
+    (tmp_path / "policy.toml").write_text(APPROVAL_POLICY)
+    options = ("--policy", str(tmp_path / "policy.toml"))
+    if kind == "stdio":
+        asked = approve_then_refuse(stdio_front(tmp_path, *options, upstream=SDK_UPSTREAM))
+    else:
+        with http_gateway(tmp_path, *BRIDGE, *options, upstream=SDK_UPSTREAM) as gateway:
+            asked = approve_then_refuse(gateway.url)
+    assert len(asked) == 2
+    assert report_of(tmp_path)["violations"] == {"approval_denied": 1}
+
+
+def _held_echo(tmp_path: Path, policy: str, answer: Any) -> MCPError:
+    """The held `echo` called through the bridge by the SDK client whose user answers with ``answer``:
+    the error it gets."""
+    (tmp_path / "policy.toml").write_text(policy)
+    server = stdio_front(tmp_path, "--policy", str(tmp_path / "policy.toml"), upstream=SDK_UPSTREAM)
+
+    async def session() -> MCPError:
+        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("echo", {"text": "hello"})
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"total": 3}
+            return refused.value
+
+    return asyncio.run(asyncio.wait_for(session(), WAIT))
+
+
+def test_an_approval_answered_for_other_arguments_is_refused(tmp_path: Path) -> None:
+    """Issue 22 (approval tampered): an answer that is not the yes the question asks (the approval
+    given as a string, with the digest of other arguments) is a refusal; the call never runs."""
+
+    async def tampered(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"approve": "true", "arguments_sha256": "0" * 64})
+
+    refused = _held_echo(tmp_path, APPROVAL_POLICY, tampered)
+    assert refused.error.code == CanonicalError.APPROVAL_DENIED.mcp_code
+    assert refused.error.data["policy_violation"] is True
+
+
+def test_an_approval_left_unanswered_expires_as_a_refusal(tmp_path: Path) -> None:
+    """Issue 22 (approval expired): past the policy's approval deadline the call is refused."""
+    answered = asyncio.Event()
+
+    async def away(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await answered.wait()  # the user never answers while the call waits
+        return types.ElicitResult(action="decline")
+
+    async def until_refused(*args: Any) -> None:
+        answered.set()
+
+    expiring = "[approval]\ndeadline_seconds = 0.5\n\n" + APPROVAL_POLICY
+    (tmp_path / "policy.toml").write_text(expiring)
+    server = stdio_front(tmp_path, "--policy", str(tmp_path / "policy.toml"), upstream=SDK_UPSTREAM)
+
+    async def session() -> MCPError:
+        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=away) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("echo", {"text": "hello"})
+            answered.set()
+            return refused.value
+
+    refused = asyncio.run(asyncio.wait_for(session(), WAIT))
+    assert refused.error.code == CanonicalError.APPROVAL_EXPIRED.mcp_code
+    assert refused.error.data["policy_violation"] is True
+
+
+DISCOVERED = {
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28"],
+    "capabilities": {"tools": {}},
+    "cacheScope": "public",
+    "ttlMs": 0,
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}},
+}
+LISTED = {
+    "tools": [{"name": "x", "inputSchema": {"type": "object"}}],
+    "resultType": "complete",
+    "cacheScope": "public",
+    "ttlMs": 0,
+}
+NO_RESULT_TYPE = {"content": [{"type": "text", "text": "hi"}]}  # valid at 2025-11-25, not at 2026-07-28
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_an_invalid_upstream_frame_is_caught_at_the_upstreams_own_version(tmp_path: Path, mode: str) -> None:
+    """Issue 22: each side is validated against its own version's schema: a result without
+    resultType is refused on the upstream side (enforce: the client gets the catalogued error;
+    observe: passed on, and reported as the upstream's)."""
+    script = tmp_path / "script.json"
+    reply = lambda request_id, result: {"jsonrpc": "2.0", "id": request_id, "result": result}  # noqa: E731
+    script.write_text(
+        json.dumps([[1, [reply(1, DISCOVERED)]], [2, [reply(2, LISTED)]], [3, [reply(3, NO_RESULT_TYPE)]]])
+    )
+    peer = Peer(tmp_path, *BRIDGE, "--mode", mode, upstream=[*SCRIPTED, str(script)])
+    assert peer.call(initialize_frame("2025-11-25", 1))["result"]["serverInfo"]["name"] == "scripted"
+    peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"][0]["name"] == "x"
+    called = peer.call({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "x", "arguments": {}}})
+    status, stderr = peer.finish()
+    assert status == 0, stderr
+    violations = report_of(tmp_path)["violations"]
+    if mode == "enforce":
+        assert called["error"]["code"] == CanonicalError.UPSTREAM_INVALID_REPLY.mcp_code, called
+        assert called["error"]["data"]["rule"] == CanonicalError.INVALID_PARAMS.slug
+    else:
+        assert called["result"] == NO_RESULT_TYPE
+    assert violations == {CanonicalError.INVALID_PARAMS.slug: 1}  # the upstream's, on its side

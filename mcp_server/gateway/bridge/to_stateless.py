@@ -31,7 +31,7 @@ from ...registry.schemas import SchemaRegistry
 from ...registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META, stated_version
 from ...transport.connection import Connection
 from ..session import Checks
-from ..verdicts import stand_in_answer
+from ..verdicts import stand_in_answer, standing_in
 from .upstream_side import UpstreamSide
 
 __all__ = ["StatelessUpstream"]
@@ -199,22 +199,23 @@ class StatelessUpstream:
             self._envelope[LOG_LEVEL_META] = params.get("level")  # every later request opts in
             return self._answer(client_id, {})
         elif method not in self._registry.protocol(self._version).request_methods:
-            return self._refused(about, method)
+            return self._refused(client_id, method, method)
         elif "task" in params:
-            return self._refused(about, "tasks")
+            return self._refused(client_id, method, "tasks")
         call = _Call(client_id, about.method or method, params)
         call.params["_meta"] = {**(params.get("_meta") or {}), **self._envelope}
         call.params.pop("task", None)
         self._live[client_id] = call
         await self._send_call(call, method)
 
-    def _refused(self, about: Message, feature: str) -> None:
-        """A request with no counterpart upstream: recorded, and answered NOT_BRIDGEABLE naming it."""
-        assert self._side is not None and about.id is not None
+    def _refused(self, client_id: RequestId, method: str, feature: str) -> None:
+        """What has no counterpart upstream: recorded, and the client's request answered NOT_BRIDGEABLE naming it."""
+        assert self._side is not None
         rejection = _not_bridgeable(feature)
         frame = Frame(b"", self._side.transport, self._side.session, 0, CLIENT_TO_SERVER)
+        about = Message(REQUEST, client_id, method)
         self._side.verdicts.violation("not_bridgeable", frame, about, rejection.errors, action="refused")
-        self._refuse(about.id, about.method, rejection)
+        self._refuse(client_id, method, rejection)
 
     def _initialize(self, params: Mapping[str, Any]) -> None:
         """What the client declares once, sent with each of its requests (2026-07-28 per-request ``_meta``)."""
@@ -284,12 +285,12 @@ class StatelessUpstream:
         requests = result.get("inputRequests") or {}
         call.rounds += 1
         if call.rounds > MAX_ROUNDS:
-            return self._refuse(call.client_id, call.method, _not_bridgeable("inputRequests"))
+            return self._refused(call.client_id, call.method, "inputRequests")
         client_methods = self._registry.protocol(self._client_version).request_methods
         for asked in requests.values():
             method = asked.get("method")
             if method not in client_methods or _ASKS.get(method) not in self._capabilities:
-                return self._refuse(call.client_id, call.method, _not_bridgeable(str(method)))
+                return self._refused(call.client_id, call.method, str(method))
         state = result.get("requestState")
         call.state, call.answers, call.waiting = state if isinstance(state, str) else None, {}, set(requests)
         for key, asked in requests.items():
@@ -340,7 +341,8 @@ class StatelessUpstream:
             message = heard.message
             call = None if message is None or message.id is None else self._calls.pop(message.id, None)
             if call is not None:  # the upstream's invalid reply: the client is answered in its place
-                self._refuse(call.client_id, call.method, heard)
+                self._side.session.settle(CLIENT_TO_SERVER, call.upstream_id)
+                self._refuse(call.client_id, call.method, standing_in(heard, SERVER_TO_CLIENT))
             return  # else counted by the upstream side's verdicts, as the run's mode says
         if heard.kind is NOTIFICATION:
             self._notified(raw, heard)
