@@ -5,20 +5,25 @@ completion and subscriptions, as each scenario's description asks. Served over S
 `mcp-server gateway`) or, with `--http PORT`, over Streamable HTTP (the direct baseline). With
 `--http PORT --standalone` its sampling and elicitation requests name no request of the client's:
 they go on the session's GET stream, as a server that leaves `related_request_id` out sends them.
+Both protocol eras by default; `--era legacy` serves only the `initialize` handshake (2025-11-25 and
+earlier), `--era modern` only the 2026-07-28 per-request envelope (see `eras.py`).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import json
 import sys
 import warnings
-from typing import Any
+from typing import Annotated, Any
 
+import anyio
+from eras import ERAS, http_app, serve_stdio  # run as a script: its own folder is on the path
 from mcp import types
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.prompts.base import Message, UserMessage
+from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
+from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 warnings.simplefilter("ignore", MCPDeprecationWarning)  # sampling, logging, roots: still in the suite
@@ -321,6 +326,78 @@ def test_input_required_result_tampered_state(ctx: Context) -> Any:
     return [text("state accepted")]
 
 
+def _ask_model() -> Sample:
+    return Sample([types.SamplingMessage(role="user", content=text("Say hello"))], max_tokens=20)
+
+
+@server.tool()
+def test_missing_capability(reply: Annotated[types.CreateMessageResult, Resolve(_ask_model)]) -> str:
+    """Needs the client's model: a client that declared no sampling gets -32021 (SEP-2575)."""
+    return f"The model said: {getattr(reply.content, 'text', '')}"
+
+
+@server.tool()
+def test_input_required_result_capabilities(ctx: Context) -> Any:
+    """Asks only for what the client declared it can answer, then confirms."""
+    if ctx.input_responses:
+        return [text("Inputs received: " + ", ".join(sorted(ctx.input_responses)))]
+    declared = ctx.client_capabilities
+    wanted: dict[str, Any] = {}
+    if declared is not None and declared.sampling is not None:
+        wanted["capital_question"] = _sample("What is the capital of France?", 100)
+    if declared is not None and declared.elicitation is not None:
+        wanted["user_name"] = _ask_name()
+    if declared is not None and declared.roots is not None:
+        wanted["client_roots"] = types.ListRootsRequest()
+    return _needs(wanted) if wanted else [text("Nothing to ask: the client declared no capability to answer")]
+
+
+@server.prompt()
+def test_input_required_result_prompt(ctx: Context) -> Any:
+    """Asks what context to use, then renders with it (SEP-2322 on a non-tool request)."""
+    responses = ctx.input_responses
+    if not responses or "user_context" not in responses:
+        schema = {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}
+        ask = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message="What context should the prompt use?", requested_schema=schema)
+        )
+        return _needs({"user_context": ask})
+    content = (_answer(responses, "user_context") or {}).get("content") or {}
+    return [UserMessage(f"Prompt with context: {content.get('context', '')}")]
+
+
+def _changing_tool() -> str:
+    """Comes and goes with `test_trigger_tool_change`."""
+    return "here for now"
+
+
+def _changing_prompt() -> list[Message]:
+    """Comes and goes with `test_trigger_prompt_change`."""
+    return [UserMessage("here for now")]
+
+
+@server.tool()
+async def test_trigger_tool_change(ctx: Context) -> str:
+    """Adds or removes a tool, then says the list changed."""
+    if any(tool.name == "test_changing_tool" for tool in await server.list_tools()):
+        server.remove_tool("test_changing_tool")
+    else:
+        server.add_tool(_changing_tool, name="test_changing_tool")
+    await ctx.notify_tools_changed()
+    return "tool list changed"
+
+
+@server.tool()
+async def test_trigger_prompt_change(ctx: Context) -> str:
+    """Adds or removes a prompt, then says the list changed."""
+    if any(prompt.name == "test_changing_prompt" for prompt in await server.list_prompts()):
+        server.remove_prompt("test_changing_prompt")
+    else:
+        server.add_prompt(Prompt.from_function(_changing_prompt, name="test_changing_prompt"))
+    await ctx.notify_prompts_changed()
+    return "prompt list changed"
+
+
 @server.resource("test://static-text", mime_type="text/plain", description="A static text resource")
 def static_text() -> str:
     return "This is the content of the static text resource."
@@ -412,11 +489,28 @@ lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestPa
 lowlevel.add_request_handler("logging/setLevel", types.SetLevelRequestParams, _set_level)
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--http"]:  # `--http PORT`: Streamable HTTP at /mcp, the direct baseline
-        import uvicorn
+def main() -> None:
+    parser = argparse.ArgumentParser(description="The conformance suite's server fixtures.")
+    parser.add_argument("--http", type=int, metavar="PORT", help="Streamable HTTP at /mcp (default: STDIO)")
+    parser.add_argument("--standalone", action="store_true", help="server requests on the session's GET stream")
+    parser.add_argument("--era", choices=ERAS, help="serve one protocol era only (default: both)")
+    options = parser.parse_args()
+    if options.http is None:
+        if options.era is None:
+            server.run("stdio")
+        else:
+            anyio.run(serve_stdio, lowlevel, options.era)
+        return
+    import uvicorn
 
-        app = server.streamable_http_app()
-        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-    else:
-        server.run("stdio")
+    app = server.streamable_http_app()
+    uvicorn.run(
+        app if options.era is None else http_app(app, options.era),
+        host="127.0.0.1",
+        port=options.http,
+        log_level="warning",
+    )
+
+
+if __name__ == "__main__":
+    main()
