@@ -23,17 +23,17 @@ from mcp_server.core.errors import CanonicalError
 
 from ..conftest import ROOT, initialize_frame, server_env
 from ..transport.test_http_status_by_version import sdk_session
-from .test_gateway import SDK_UPSTREAM, Peer, gateway_command, report_of
+from .test_gateway import Peer, gateway_command, report_of
 from .test_gateway_conformance import TARGET, free_port, running
 from .test_gateway_http import http_gateway
-from .test_gateway_policy import APPROVAL_POLICY, approve_then_refuse
 
 WAIT = 60.0
 BRIDGE = ("--bridge", "2026-07-28")
+MODERN = [*TARGET, "--era", "modern"]  # the conformance target serving 2026-07-28 only
 SCRIPTED = [sys.executable, str(ROOT / "tests" / "upstreams" / "scripted_server.py")]
 
 
-def stdio_front(tmp_path: Path, *options: str, upstream: list[str] = TARGET) -> StdioServerParameters:
+def stdio_front(tmp_path: Path, *options: str, upstream: list[str] = MODERN) -> StdioServerParameters:
     """The bridging gateway on STDIO, as the SDK client starts it."""
     command = gateway_command(*BRIDGE, *options, upstream=upstream)
     if "--upstream" in options:
@@ -43,7 +43,7 @@ def stdio_front(tmp_path: Path, *options: str, upstream: list[str] = TARGET) -> 
 
 
 @contextmanager
-def http_upstream(tmp_path: Path, command: list[str] = TARGET) -> Iterator[str]:
+def http_upstream(tmp_path: Path, command: list[str] = MODERN) -> Iterator[str]:
     """The SDK server of ``command`` over Streamable HTTP on loopback: its URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
@@ -61,7 +61,7 @@ def front(tmp_path: Path, kind: str, upstream: str) -> Iterator[StdioServerParam
         if kind == "stdio":
             yield stdio_front(tmp_path, *options)
         else:
-            yield stack.enter_context(http_gateway(tmp_path, *BRIDGE, *options)).url
+            yield stack.enter_context(http_gateway(tmp_path, *BRIDGE, *options, upstream=MODERN)).url
 
 
 async def _tour(client: Client) -> None:
@@ -166,7 +166,7 @@ def test_the_bridge_answers_ping_carries_the_log_level_and_progress_and_strips_s
     """Issue 22: ping is the bridge's to answer (2026-07-28 has none), logging/setLevel becomes the
     per-request log opt-in, progress tokens are kept, and a result comes without resultType, ttlMs,
     cacheScope or the stateless `_meta` keys (spec 2025-11-25 has no place for them)."""
-    peer = Peer(tmp_path, *BRIDGE, upstream=TARGET)
+    peer = Peer(tmp_path, *BRIDGE, upstream=MODERN)
     offer = initialize_frame("2025-03-26", 1)
     offer["params"]["clientInfo"] = {"name": "old-client", "version": "7"}
     initialized = peer.call(offer)["result"]
@@ -205,7 +205,7 @@ def test_an_sdk_client_at_an_older_version_is_bridged_over_http(tmp_path: Path) 
             called = await client.call_tool("test_simple_text", {})
             assert called.content[0].text == "This is a simple text response for testing."
 
-    with http_gateway(tmp_path, *BRIDGE) as gateway:
+    with http_gateway(tmp_path, *BRIDGE, upstream=MODERN) as gateway:
         asyncio.run(asyncio.wait_for(session(gateway.url), WAIT))
 
 
@@ -224,37 +224,67 @@ def test_a_client_of_the_upstreams_own_era_passes_through_the_bridge(tmp_path: P
     assert report["violations"] == {}
 
 
+HELD = '[[tool]]\nmatch = "test_simple_text"\napproval = true\n'
+SIMPLE = "This is a simple text response for testing."
+
+
+def _held_calls(
+    server: StdioServerParameters | str, answer: Any, calls: int, *, then_another: bool = True
+) -> list[str | MCPError]:
+    """Through the bridge at ``server``, the SDK client whose user answers with ``answer`` calls the
+    held `test_simple_text` ``calls`` times, then (``then_another``) a tool nobody holds: each held
+    call's text or error."""
+
+    async def session() -> list[str | MCPError]:
+        outcomes: list[str | MCPError] = []
+        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
+            for _ in range(calls):
+                try:
+                    outcomes.append((await client.call_tool("test_simple_text", {})).content[0].text)
+                except MCPError as refused:
+                    outcomes.append(refused)
+            if then_another:
+                assert (await client.call_tool("test_image_content", {})).content[0].type == "image"
+        return outcomes
+
+    return asyncio.run(asyncio.wait_for(session(), WAIT))
+
+
+def _policy(tmp_path: Path, text: str) -> tuple[str, str]:
+    (tmp_path / "policy.toml").write_text(text)
+    return "--policy", str(tmp_path / "policy.toml")
+
+
+def _refused_as(outcome: str | MCPError, member: CanonicalError) -> bool:
+    return (
+        isinstance(outcome, MCPError)
+        and outcome.error.code == member.mcp_code
+        and outcome.error.data["policy_violation"] is True
+    )
+
+
 @pytest.mark.parametrize("kind", ["stdio", "http"])
 def test_a_held_call_is_approved_or_refused_by_the_legacy_clients_user_before_the_bridge(
     tmp_path: Path, kind: str
 ) -> None:
     """Issue 22 (approval granted, refused): the gateway asks the old client by elicitation, on its
     side; only the approved call is carried to the stateless upstream."""
-    (tmp_path / "policy.toml").write_text(APPROVAL_POLICY)
-    options = ("--policy", str(tmp_path / "policy.toml"))
+    answers = iter([True, False])
+    asked: list[str] = []
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": next(answers)})
+
+    options = _policy(tmp_path, HELD)
     if kind == "stdio":
-        asked = approve_then_refuse(stdio_front(tmp_path, *options, upstream=SDK_UPSTREAM))
+        outcomes = _held_calls(stdio_front(tmp_path, *options), answer, 2)
     else:
-        with http_gateway(tmp_path, *BRIDGE, *options, upstream=SDK_UPSTREAM) as gateway:
-            asked = approve_then_refuse(gateway.url)
-    assert len(asked) == 2
+        with http_gateway(tmp_path, *BRIDGE, *options, upstream=MODERN) as gateway:
+            outcomes = _held_calls(gateway.url, answer, 2)
+    assert outcomes[0] == SIMPLE and _refused_as(outcomes[1], CanonicalError.APPROVAL_DENIED)
+    assert len(asked) == 2 and all("test_simple_text" in question for question in asked)
     assert report_of(tmp_path)["violations"] == {"approval_denied": 1}
-
-
-def _held_echo(tmp_path: Path, policy: str, answer: Any) -> MCPError:
-    """The held `echo` called through the bridge by the SDK client whose user answers with ``answer``:
-    the error it gets."""
-    (tmp_path / "policy.toml").write_text(policy)
-    server = stdio_front(tmp_path, "--policy", str(tmp_path / "policy.toml"), upstream=SDK_UPSTREAM)
-
-    async def session() -> MCPError:
-        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
-            with pytest.raises(MCPError) as refused:
-                await client.call_tool("echo", {"text": "hello"})
-            assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"total": 3}
-            return refused.value
-
-    return asyncio.run(asyncio.wait_for(session(), WAIT))
 
 
 def test_an_approval_answered_for_other_arguments_is_refused(tmp_path: Path) -> None:
@@ -264,9 +294,8 @@ def test_an_approval_answered_for_other_arguments_is_refused(tmp_path: Path) -> 
     async def tampered(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"approve": "true", "arguments_sha256": "0" * 64})
 
-    refused = _held_echo(tmp_path, APPROVAL_POLICY, tampered)
-    assert refused.error.code == CanonicalError.APPROVAL_DENIED.mcp_code
-    assert refused.error.data["policy_violation"] is True
+    [outcome] = _held_calls(stdio_front(tmp_path, *_policy(tmp_path, HELD)), tampered, 1)
+    assert _refused_as(outcome, CanonicalError.APPROVAL_DENIED)
 
 
 def test_an_approval_left_unanswered_expires_as_a_refusal(tmp_path: Path) -> None:
@@ -277,23 +306,11 @@ def test_an_approval_left_unanswered_expires_as_a_refusal(tmp_path: Path) -> Non
         await answered.wait()  # the user never answers while the call waits
         return types.ElicitResult(action="decline")
 
-    async def until_refused(*args: Any) -> None:
-        answered.set()
-
-    expiring = "[approval]\ndeadline_seconds = 0.5\n\n" + APPROVAL_POLICY
-    (tmp_path / "policy.toml").write_text(expiring)
-    server = stdio_front(tmp_path, "--policy", str(tmp_path / "policy.toml"), upstream=SDK_UPSTREAM)
-
-    async def session() -> MCPError:
-        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=away) as client:
-            with pytest.raises(MCPError) as refused:
-                await client.call_tool("echo", {"text": "hello"})
-            answered.set()
-            return refused.value
-
-    refused = asyncio.run(asyncio.wait_for(session(), WAIT))
-    assert refused.error.code == CanonicalError.APPROVAL_EXPIRED.mcp_code
-    assert refused.error.data["policy_violation"] is True
+    options = _policy(tmp_path, "[approval]\ndeadline_seconds = 0.5\n\n" + HELD)
+    # The SDK client serves one question at a time: with its user away it sends nothing more.
+    [outcome] = _held_calls(stdio_front(tmp_path, *options), away, 1, then_another=False)
+    assert _refused_as(outcome, CanonicalError.APPROVAL_EXPIRED)
+    assert report_of(tmp_path)["violations"] == {"approval_expired": 1}
 
 
 DISCOVERED = {
