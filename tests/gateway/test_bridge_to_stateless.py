@@ -209,17 +209,19 @@ def test_an_sdk_client_at_an_older_version_is_bridged_over_http(tmp_path: Path) 
         asyncio.run(asyncio.wait_for(session(gateway.url), WAIT))
 
 
-def test_a_client_of_the_upstreams_own_era_passes_through_the_bridge(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["stdio", "http"])
+def test_a_client_of_the_upstreams_own_era_passes_through_the_bridge(tmp_path: Path, kind: str) -> None:
     """Issue 22: clients of the upstream's own era pass through untouched (new→new)."""
 
-    async def session(server: StdioServerParameters) -> None:
+    async def session(server: StdioServerParameters | str) -> None:
         async with Client(server, mode="2026-07-28", read_timeout_seconds=WAIT, elicitation_callback=_name) as client:
             called = await client.call_tool("test_simple_text", {})
             assert called.content[0].text == "This is a simple text response for testing."
             greeted = await client.call_tool("test_input_required_result_elicitation", {})
             assert greeted.content[0].text == "Hello, Ada!"
 
-    asyncio.run(asyncio.wait_for(session(stdio_front(tmp_path)), WAIT))
+    with front(tmp_path, kind, "stdio") as server:
+        asyncio.run(asyncio.wait_for(session(server), WAIT))
     report = report_of(tmp_path)
     assert report["violations"] == {}
 
@@ -354,3 +356,61 @@ def test_an_invalid_upstream_frame_is_caught_at_the_upstreams_own_version(tmp_pa
     else:
         assert called["result"] == NO_RESULT_TYPE
     assert violations == {CanonicalError.INVALID_PARAMS.slug: 1}  # the upstream's, on its side
+
+
+@pytest.mark.parametrize(
+    ("upstream", "member"),
+    [
+        ([*TARGET, "--era", "legacy"], None),  # answers server/discover with an error of its own
+        ([sys.executable, "-c", "pass"], CanonicalError.UPSTREAM_UNAVAILABLE),  # gone before it answers
+    ],
+)
+def test_an_upstream_that_does_not_discover_fails_the_clients_initialize_never_hangs(
+    tmp_path: Path, upstream: list[str], member: CanonicalError | None
+) -> None:
+    """Issue 22: the client's initialize is answered from server/discover; the upstream's error is
+    passed on under the client's id, an upstream gone is UPSTREAM_UNAVAILABLE."""
+    peer = Peer(tmp_path, *BRIDGE, upstream=upstream)
+    error = peer.call(initialize_frame("2025-11-25", 1))["error"]
+    if member is not None:
+        assert error["code"] == member.mcp_code
+    else:
+        assert isinstance(error["code"], int) and error["code"] != CanonicalError.UPSTREAM_UNAVAILABLE.mcp_code
+    peer.finish()
+
+
+def _scripted(tmp_path: Path, results: list[tuple[int, dict[str, Any]]]) -> list[str]:
+    """The scripted upstream answering the bridge's requests by their ids upstream: 1 is always
+    ``server/discover``, 2 the ``tools/list`` that lists the tool ``x``."""
+    replies = [(1, DISCOVERED), (2, LISTED), *results]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([[n, [{"jsonrpc": "2.0", "id": n, "result": result}]] for n, result in replies]))
+    return [*SCRIPTED, str(script)]
+
+
+def _text(value: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": value}], "resultType": "complete"}
+
+
+def test_a_call_cancelled_while_its_input_is_asked_is_not_retried(tmp_path: Path) -> None:
+    """Issue 22 (spec basic/utilities/cancellation): a cancelled request gets no reply; the bridge
+    drops its input round, so the client's late answer retries nothing upstream."""
+    wanted = {"type": "object", "properties": {"name": {"type": "string"}}}
+    question = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": wanted}}
+    asking = {"resultType": "input_required", "inputRequests": {"q": question}, "requestState": "s"}
+    # Upstream ids in order: the call (3), then the next request: 4 unless a retry took it.
+    peer = Peer(tmp_path, *BRIDGE, upstream=_scripted(tmp_path, [(3, asking), (4, _text("four")), (5, _text("five"))]))
+    offer = initialize_frame("2025-11-25", 1)
+    offer["params"]["capabilities"] = {"elicitation": {}}
+    assert peer.call(offer)["result"]["protocolVersion"] == "2025-11-25"
+    peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"][0]["name"] == "x"
+    call = {"name": "x", "arguments": {}}
+    asked = peer.call({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+    assert asked.get("method") == "elicitation/create" and asked["params"]["message"] == "Name?", asked
+    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+    peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}})
+    after = peer.call({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": call})
+    assert after == {"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "four"}]}}
+    status, stderr = peer.finish()
+    assert status == 0, stderr

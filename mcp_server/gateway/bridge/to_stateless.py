@@ -114,7 +114,8 @@ class StatelessUpstream:
         self._calls: dict[RequestId, _Call] = {}  # by the upstream id of its request in flight
         self._live: dict[RequestId, _Call] = {}  # by the client's id, until answered
         self._asked: dict[str, tuple[_Call, str]] = {}  # the bridge's request to the client → its call, key
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(1)  # the bridge's request ids upstream
+        self._asks = itertools.count(1)  # and of its requests to the client
         self._client_version = self._registry.latest_handshake
         self._envelope: dict[str, Any] = {PROTOCOL_VERSION_META: version, CLIENT_CAPABILITIES_META: {}}
         self._capabilities: Mapping[str, Any] = {}
@@ -279,7 +280,7 @@ class StatelessUpstream:
         for request_id in [rid for rid, (asked, _) in self._asked.items() if asked is call]:
             del self._asked[request_id]
 
-    def _input_required(self, call: _Call, result: Mapping[str, Any]) -> None:
+    async def _input_required(self, call: _Call, result: Mapping[str, Any]) -> None:
         """Each input request asked of the client as a server-to-client request of its era; the call
         is retried once all are answered (no request: retried at once with the state)."""
         requests = result.get("inputRequests") or {}
@@ -294,12 +295,12 @@ class StatelessUpstream:
         state = result.get("requestState")
         call.state, call.answers, call.waiting = state if isinstance(state, str) else None, {}, set(requests)
         for key, asked in requests.items():
-            request_id = f"bridge-{next(self._ids)}"
+            request_id = f"bridge-{next(self._asks)}"
             self._asked[request_id] = (call, key)
             params = asked.get("params", {})
             self._emit({"jsonrpc": "2.0", "id": request_id, "method": asked["method"], "params": params})
         if not requests:
-            self._retry_soon(call)
+            await self._retry(call)
 
     async def _client_answered(self, about: Message) -> None:
         """The client's reply to a request of the bridge's: one input answered; the call retried when
@@ -317,9 +318,6 @@ class StatelessUpstream:
         call.waiting.discard(key)
         if not call.waiting:
             await self._retry(call)
-
-    def _retry_soon(self, call: _Call) -> None:
-        asyncio.get_running_loop().create_task(self._retry(call))
 
     async def _retry(self, call: _Call) -> None:
         if call.client_id not in self._live:
@@ -349,7 +347,7 @@ class StatelessUpstream:
         elif heard.kind is RESPONSE or heard.kind is ERROR_RESPONSE:
             call = self._calls.pop(heard.id, None) if heard.id is not None else None
             if call is not None:  # else the reply to a call cancelled meanwhile
-                self._replied(call, heard.document if heard.document is not None else jsonio.loads(raw))
+                await self._replied(call, heard.document if heard.document is not None else jsonio.loads(raw))
 
     def _notified(self, raw: bytes, message: Message) -> None:
         """An upstream notification goes to the client as it came, when the client's era has it."""
@@ -361,13 +359,13 @@ class StatelessUpstream:
         errors = [{"path": "/method", "msg": "not_bridgeable", "feature": message.method}]
         self._side.verdicts.violation("not_bridgeable", frame, message, errors, action="dropped")
 
-    def _replied(self, call: _Call, document: Mapping[str, Any]) -> None:
+    async def _replied(self, call: _Call, document: Mapping[str, Any]) -> None:
         result = document.get("result")
         if not isinstance(result, Mapping):
             self._live.pop(call.client_id, None)
             return self._emit({"jsonrpc": "2.0", "id": call.client_id, "error": document.get("error")})
         if result.get("resultType") == "input_required":
-            return self._input_required(call, result)
+            return await self._input_required(call, result)
         self._live.pop(call.client_id, None)
         if call.method == "initialize":
             return self._answer(call.client_id, self._initialized(result))
