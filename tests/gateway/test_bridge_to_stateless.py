@@ -160,6 +160,15 @@ def test_what_the_stateless_upstream_cannot_carry_is_refused_naming_the_feature(
     assert report["violations"]["not_bridgeable"] == 3
 
 
+def _until_reply(peer: Peer, request: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``request`` sent: the notifications that came before its reply, and the reply."""
+    peer.send(request)
+    notified = []
+    while (frame := peer.receive()).get("id") != request["id"]:
+        notified.append(frame)
+    return notified, frame
+
+
 def test_the_bridge_answers_ping_carries_the_log_level_and_progress_and_strips_stateless_fields(
     tmp_path: Path,
 ) -> None:
@@ -172,6 +181,8 @@ def test_the_bridge_answers_ping_carries_the_log_level_and_progress_and_strips_s
     initialized = peer.call(offer)["result"]
     assert initialized["protocolVersion"] == "2025-03-26" and initialized["serverInfo"]["name"] == "conformance-target"
     assert "resultType" not in initialized and "tools" in initialized["capabilities"]
+    # No subscription is opened upstream: no list-change or update notification is promised.
+    assert initialized["capabilities"]["resources"] == initialized["capabilities"]["tools"] == {}
     peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "ping"}) == {"jsonrpc": "2.0", "id": 2, "result": {}}
     listed = peer.call({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})["result"]
@@ -181,15 +192,13 @@ def test_the_bridge_answers_ping_carries_the_log_level_and_progress_and_strips_s
         == {}
     )
     call = {"name": "test_tool_with_logging", "arguments": {}, "_meta": {"progressToken": "p-1"}}
-    peer.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
-    frames = [peer.receive() for _ in range(4)]
-    assert [frame.get("method") for frame in frames[:3]] == ["notifications/message"] * 3
-    assert frames[3]["id"] == 5 and "resultType" not in frames[3]["result"]
+    notified, reply = _until_reply(peer, {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call})
+    assert [frame["method"] for frame in notified] == ["notifications/message"] * 3
+    assert "resultType" not in reply["result"]
     progress = {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": "p-2"}}
-    peer.send({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": progress})
-    frames = [peer.receive() for _ in range(4)]
-    assert [frame["params"]["progressToken"] for frame in frames[:3]] == ["p-2"] * 3
-    assert frames[3]["id"] == 6 and frames[3]["result"]["content"][0]["text"] == "Progress tool completed"
+    notified, reply = _until_reply(peer, {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": progress})
+    assert [frame["params"]["progressToken"] for frame in notified] == ["p-2"] * 3
+    assert reply["result"]["content"][0]["text"] == "Progress tool completed"
     status, stderr = peer.finish()
     assert status == 0, stderr
     assert report_of(tmp_path)["violations"] == {}
