@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcp_server.core.errors import CanonicalError
+from mcp_server.gateway.bridge.to_stateless import MAX_ROUNDS
 
 from ..conftest import ROOT, initialize_frame, server_env
 from ..transport.test_http_status_by_version import sdk_session
@@ -421,5 +422,21 @@ def test_a_call_cancelled_while_its_input_is_asked_is_not_retried(tmp_path: Path
     peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}})
     after = peer.call({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": call})
     assert after == {"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "four"}]}}
+    status, stderr = peer.finish()
+    assert status == 0, stderr
+
+
+def test_input_rounds_are_bounded_and_a_state_alone_is_retried_at_once(tmp_path: Path) -> None:
+    """Issue 22: an InputRequiredResult with a requestState and nothing to ask is retried at once;
+    an upstream that never completes is given up on after MAX_ROUNDS, NOT_BRIDGEABLE naming it."""
+    again = {"resultType": "input_required", "requestState": "again"}
+    rounds = [(n, again) for n in range(3, 3 + MAX_ROUNDS)]
+    peer = Peer(tmp_path, *BRIDGE, upstream=_scripted(tmp_path, [*rounds, (3 + MAX_ROUNDS, again)]))
+    assert "result" in peer.call(initialize_frame("2025-11-25", 1))
+    peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"][0]["name"] == "x"
+    call = {"name": "x", "arguments": {}}
+    error = peer.call({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})["error"]
+    assert error["code"] == CanonicalError.NOT_BRIDGEABLE.mcp_code and error["data"]["feature"] == "inputRequests"
     status, stderr = peer.finish()
     assert status == 0, stderr

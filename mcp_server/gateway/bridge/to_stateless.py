@@ -119,7 +119,7 @@ class StatelessUpstream:
         self._client_version = self._registry.latest_handshake
         self._envelope: dict[str, Any] = {PROTOCOL_VERSION_META: version, CLIENT_CAPABILITIES_META: {}}
         self._capabilities: Mapping[str, Any] = {}
-        self._drop = frozenset[str]()
+        self._drop = _only_stateless(self._registry, self._client_version, version)
 
     async def open(self) -> None:
         await self._inner.open()
@@ -188,8 +188,9 @@ class StatelessUpstream:
         self._decided.set()
 
     async def _request(self, about: Message) -> None:
-        method, client_id = about.method, about.id
-        assert method is not None and client_id is not None
+        method = original = about.method
+        client_id = about.id
+        assert method is not None and original is not None and client_id is not None
         params = dict(about.params or {})
         if method == "initialize":
             self._initialize(params)
@@ -203,9 +204,8 @@ class StatelessUpstream:
             return self._refused(client_id, method, method)
         elif "task" in params:
             return self._refused(client_id, method, "tasks")
-        call = _Call(client_id, about.method or method, params)
+        call = _Call(client_id, original, params)
         call.params["_meta"] = {**(params.get("_meta") or {}), **self._envelope}
-        call.params.pop("task", None)
         self._live[client_id] = call
         await self._send_call(call, method)
 
@@ -285,11 +285,11 @@ class StatelessUpstream:
         is retried once all are answered (no request: retried at once with the state)."""
         requests = result.get("inputRequests") or {}
         call.rounds += 1
-        if call.rounds > MAX_ROUNDS:
+        if call.rounds > MAX_ROUNDS or not isinstance(requests, Mapping):  # (observe mode lets a bad one by)
             return self._refused(call.client_id, call.method, "inputRequests")
         client_methods = self._registry.protocol(self._client_version).request_methods
         for asked in requests.values():
-            method = asked.get("method")
+            method = asked.get("method") if isinstance(asked, Mapping) else None
             if method not in client_methods or _ASKS.get(method) not in self._capabilities:
                 return self._refused(call.client_id, call.method, str(method))
         state = result.get("requestState")
@@ -375,13 +375,14 @@ class StatelessUpstream:
         """The client's ``initialize`` answered from the upstream's ``server/discover``: its version
         (the client's, known here), the capabilities its era knows, the upstream's name and guidance."""
         known = _known(self._registry, self._client_version, "ServerCapabilities")
-        offered = discovered.get("capabilities") or {}
-        capabilities = {key: value for key, value in offered.items() if key in known}
+        offered = discovered.get("capabilities")
+        capabilities = {key: value for key, value in offered.items() if key in known} if type(offered) is dict else {}
         for name in ("resources", "tools", "prompts"):  # no list-change or update notification is listened for
             if isinstance(capabilities.get(name), Mapping):
                 capabilities[name] = {}
-        meta = discovered.get("_meta") or {}
-        info = meta.get(SERVER_INFO_META) or {"name": self.name, "version": "unknown"}
+        meta = discovered.get("_meta")
+        info = meta.get(SERVER_INFO_META) if type(meta) is dict else None
+        info = info or {"name": self.name, "version": "unknown"}  # optional at 2026-07-28, required before
         result = {"protocolVersion": self._client_version, "capabilities": capabilities, "serverInfo": info}
         if isinstance(discovered.get("instructions"), str):
             result["instructions"] = discovered["instructions"]
