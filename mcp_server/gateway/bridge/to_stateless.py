@@ -1,7 +1,6 @@
 """A handshake-era client (``initialize``, a session) to an upstream that speaks only a stateless
-version (2026-07-28): the bridge holds the session the client expects and translates each frame;
-a client of the upstream's own era passes through untouched. The client's side is checked by the
-gateway session, never here; the upstream's side by ``UpstreamSide``.
+version (2026-07-28): the session the client expects held, each frame translated, a client of the
+upstream's own era passed through. It never checks the client's side (the gateway session does).
 """
 
 from __future__ import annotations
