@@ -23,6 +23,7 @@ from ..core.types import (
     REQUEST,
     RESPONSE,
     SERVER_TO_CLIENT,
+    Direction,
     Frame,
     Message,
     Reply,
@@ -35,7 +36,7 @@ from ..registry.tools import UpstreamTools
 from ..registry.versions import stated_version
 from .config import GatewayConfig, Mode
 
-__all__ = ["POLLUTION", "Action", "Verdicts", "emit", "stand_in_answer"]
+__all__ = ["POLLUTION", "Action", "Verdicts", "emit", "stand_in_answer", "standing_in"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -68,6 +69,19 @@ def stand_in_answer(
     rendered = render_rejection(rejection, registry)
     assert rendered is not None  # a request is always answered
     return rendered
+
+
+def standing_in(rejection: Rejection, direction: Direction) -> Rejection:
+    """What the party waiting for a reply refused going in ``direction`` gets in its place: the
+    sender's invalid reply naming the rule broken (``data.rule``), or the violation said as such (a
+    tool's output, a reply the policy refused)."""
+    if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT or rejection.extra.get("policy_violation"):
+        member = rejection.error
+    elif direction is SERVER_TO_CLIENT:
+        member = CanonicalError.UPSTREAM_INVALID_REPLY
+    else:
+        member = CanonicalError.CLIENT_INVALID_REPLY
+    return Rejection(member, rejection.errors, extra={**rejection.extra, "rule": rejection.error.slug})
 
 
 def _answerable(message: Message | None, frame: Frame) -> bool:
@@ -161,16 +175,7 @@ class Verdicts:
         pending = frame.session.settle(frame.direction.opposite, message.id)
         if method is None and pending is not None:
             method, tool = pending.method, pending.tool
-        if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT or rejection.extra.get("policy_violation"):
-            member = rejection.error  # said as such: a tool's output, or a reply the policy refused
-        elif frame.direction is SERVER_TO_CLIENT:
-            member = CanonicalError.UPSTREAM_INVALID_REPLY
-        else:
-            member = CanonicalError.CLIENT_INVALID_REPLY
-        extra = {**rejection.extra, "rule": rejection.error.slug}
-        answer = stand_in_answer(
-            self.registry, Rejection(member, rejection.errors, extra=extra), message.id, method, version
-        )
+        answer = stand_in_answer(self.registry, standing_in(rejection, frame.direction), message.id, method, version)
         return Message(ERROR_RESPONSE, message.id, method, version=version, tool=tool), answer
 
     def learn(self, frame: Frame, message: Message, tools: UpstreamTools) -> Frame:
