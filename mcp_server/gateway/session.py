@@ -321,7 +321,8 @@ class GatewaySession:
             admitted = self._admitted(frame, message)
             if isinstance(admitted, Reply):
                 return Handled(admitted)
-            frame, held = admitted, False
+            (frame, message), held = admitted, False
+            assert message.id is not None and message.method is not None
         stated = message.version if session.version is None else None  # a stateless request's own
         session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         if message.method == "initialize":
@@ -384,9 +385,9 @@ class GatewaySession:
             and policy.rule_for(message.tool).approval
         )
 
-    def _admitted(self, frame: Frame, message: Message) -> Frame | Reply:
-        """A held call of the stateless protocol: the frame to relay (its grant verified and taken
-        out), or the answer: the question (a fresh grant with it) or the refusal."""
+    def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
+        """A held call of the stateless protocol: the frame to relay and what it is (its grant verified
+        and taken out), or the answer: the question (a fresh grant with it) or the refusal."""
         policy, grants = self.checks.policy, self.checks.grants
         assert policy is not None and grants is not None and message.id is not None
         try:
@@ -405,7 +406,8 @@ class GatewaySession:
         assert message.tool is not None
         self.approved[message.id] = (message.tool, params.get("arguments", {}))
         document = message.document if message.document is not None else jsonio.loads(frame.raw)
-        return frame._replace(raw=jsonio.dumps({**document, "params": params}))
+        document = {**document, "params": params}
+        return frame._replace(raw=jsonio.dumps(document)), message._replace(params=params, document=document)
 
     async def _send_when_approved(self, raw: bytes, message: Message) -> None:
         refusal = await self._approve(message)

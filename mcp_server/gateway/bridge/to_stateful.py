@@ -77,7 +77,7 @@ class _Call:
     version: str | None
     logs: bool  # it stated a log level: the upstream's log messages ride on it
     tool: str | None  # what a retry must repeat: the tool and arguments (a state binds them)
-    arguments_sha256: str
+    arguments: Any  # digested only when a round is asked (most calls have none)
     exchange: _Exchange | None = None
 
 
@@ -168,9 +168,9 @@ class StatefulUpstreams:
             assert self._first is not None
             await self._first.send(raw, about)
         elif about is not None and about.kind is REQUEST:
-            await self._request(jsonio.loads(raw), about)
+            await self._request(about.document or jsonio.loads(raw), about)  # read, never changed
         elif about is not None and about.kind is NOTIFICATION:
-            await self._notification(jsonio.loads(raw))
+            await self._notification(about.document or jsonio.loads(raw))
         else:  # the stateless era has no server-to-client requests: nothing of the client's to answer
             log.warning("gateway bridge: a client reply to no request of the upstream's was not relayed")
 
@@ -188,7 +188,7 @@ class StatefulUpstreams:
 
     # -- client → upstream ----------------------------------------------------------------------
 
-    async def _request(self, document: dict[str, Any], about: Message) -> None:
+    async def _request(self, document: Mapping[str, Any], about: Message) -> None:
         assert about.id is not None and about.method is not None
         params: dict[str, Any] = document.get("params") or {}
         meta = params.get("_meta")
@@ -226,12 +226,12 @@ class StatefulUpstreams:
             about.version,
             LOG_LEVEL_META in meta,
             about.tool,
-            arguments_digest(params.get("arguments", {})),
+            params.get("arguments", {}),
         )
         self._by_client[about.id] = (identity, upstream_id)
         await identity.connection.send(raw, sent)
 
-    async def _notification(self, document: dict[str, Any]) -> None:
+    async def _notification(self, document: Mapping[str, Any]) -> None:
         """A client's ``notifications/cancelled`` names its call by the id upstream; nothing else of
         the stateless era's client notifications has a stateful counterpart to go to."""
         params = document.get("params")
@@ -267,6 +267,8 @@ class StatefulUpstreams:
             key = jsonio.canonical([info, declared])
             identity = self._identities.get(key) or self._start(key, info, declared)
             self._identities.move_to_end(key)
+        if identity.ready.done() and not identity.ready.cancelled() and identity.ready.exception() is None:
+            return identity  # the common case: no wait, no task
         try:
             # Starting the session is the wait for what checks the request (the upstream's own start).
             await asyncio.wait_for(asyncio.shield(identity.ready), self._checks.config.check_wait_seconds)
@@ -416,7 +418,7 @@ class StatefulUpstreams:
             "identity": identity.digest,
             "method": call.method,
             "tool": call.tool,
-            "arguments_sha256": call.arguments_sha256,
+            "arguments_sha256": arguments_digest(call.arguments),
         }
         exchange.timer = asyncio.get_running_loop().call_later(ttl, self._expire, identity, exchange)
         state = self._signer.seal(BRIDGE_STATE, claims)

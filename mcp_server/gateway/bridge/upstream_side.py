@@ -50,8 +50,8 @@ class UpstreamSide:
         (the bridge answers its client with it); observed: sent all the same."""
         raw = jsonio.dumps(document)
         frame = Frame(raw, self.transport, self.session, None, CLIENT_TO_SERVER)
-        try:
-            message = self._sending.check(frame)
+        try:  # the frame was just made from ``document``: checked as parsed, not read back
+            message = self._sending.check_parsed(frame, document if type(document) is dict else dict(document))
         except Rejection as rejection:
             if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
                 raise
