@@ -322,7 +322,7 @@ class GatewaySession:
             if isinstance(admitted, Reply):
                 return Handled(admitted)
             (frame, message), held = admitted, False
-            assert message.id is not None and message.method is not None
+        assert message.id is not None and message.method is not None  # (a relayed frame's message too)
         stated = message.version if session.version is None else None  # a stateless request's own
         session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         if message.method == "initialize":
