@@ -125,6 +125,9 @@ class StatefulUpstreams:
     ) -> None:
         self._new, self._checks, self._version = new_upstream, checks, version
         self._first: Connection | None = new_upstream()  # the passthrough's, or the first identity's
+        # The next identity's upstream, opened ahead (over STDIO its process starts while nobody waits:
+        # a new client's first request does not wait for a process to start).
+        self._spare: tuple[Connection, asyncio.Future[None]] | None = None
         self.name = self._first.name
         self._max = max_identities
         self._signer: GrantSigner = checks.grants or signer_from({})  # the approvals' key, when there is one
@@ -179,6 +182,9 @@ class StatefulUpstreams:
         codes = []
         if self._first is not None:
             codes.append(await self._first.close())
+        if self._spare is not None:
+            spare, self._spare = self._spare[0], None
+            await spare.close()
         for identity in list(self._identities.values()):
             codes.append(await self._retire(identity))
         for task in list(self._tasks):
@@ -288,20 +294,36 @@ class StatefulUpstreams:
             oldest = (idle or identities)[0]
             del self._identities[oldest.key]
             self._spawn(self._retire_quietly(oldest))
-        connection, fresh = (self._first, False) if self._first is not None else (self._new(), True)
-        self._first = None
+        connection, opening = self._connection()
         label = f"{connection.name} bridged at {self._version}"
         capabilities = {k: v for k, v in (declared or {}).items() if k in self._capabilities}
         identity = self._identities[key] = _Identity(key, connection, UpstreamSide(self._checks, label), capabilities)
-        self._spawn(self._initialize(identity, info, fresh))
+        self._spawn(self._initialize(identity, info, opening))
         return identity
 
-    async def _initialize(self, identity: _Identity, info: Any, fresh: bool) -> None:
+    def _connection(self) -> tuple[Connection, asyncio.Future[None] | None]:
+        """A new identity's upstream (the first one's opened by ``open``, later ones' ahead of need)
+        and its opening; the one after it starts opening now."""
+        opening: asyncio.Future[None] | None = None
+        if self._first is not None:
+            connection, self._first = self._first, None
+        elif self._spare is not None:
+            (connection, opening), self._spare = self._spare, None
+        else:
+            connection = self._new()
+            opening = asyncio.ensure_future(connection.open())
+        spare = self._new()
+        started = asyncio.ensure_future(spare.open())
+        started.add_done_callback(lambda done: done.cancelled() or done.exception())  # told when awaited
+        self._spare = (spare, started)
+        return connection, opening
+
+    async def _initialize(self, identity: _Identity, info: Any, opening: asyncio.Future[None] | None) -> None:
         """``initialize`` at the upstream's version with the client's capabilities and name; its
         result awaited; ``notifications/initialized``. Any failure fails ``ready``."""
         try:
-            if fresh:
-                await identity.connection.open()
+            if opening is not None:
+                await opening
             identity.pump = asyncio.ensure_future(self._pump(identity))
             client_info = info if isinstance(info, dict) else {"name": "unnamed", "version": "0"}
             params = {"protocolVersion": self._version, "capabilities": identity.capabilities}
