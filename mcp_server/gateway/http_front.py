@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import signal
@@ -43,6 +44,8 @@ log = logging.getLogger("mcp_server.gateway")
 # dropped while the session lives; past this many, the oldest go (and the drop is logged).
 _BACKLOG = 10_000
 _renames = itertools.count(1)
+# A notification of a ``subscriptions/listen`` stream names the listen request's id here (2026-07-28).
+SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 
 
 def _with_id(reply: Reply, document: Any, request_id: RequestId) -> Reply:
@@ -50,6 +53,13 @@ def _with_id(reply: Reply, document: Any, request_id: RequestId) -> Reply:
     if not isinstance(document, dict):
         document = jsonio.loads(reply.to_bytes())
     return Reply(document={**document, "id": request_id}, error=reply.error, version=reply.version, code=reply.code)
+
+
+def _with_subscription(reply: Reply, message: Message, meta: dict[str, Any], request_id: RequestId) -> Reply:
+    """A subscription's notification under the client's own listen id (a request the gateway renamed)."""
+    document = message.document if isinstance(message.document, dict) else jsonio.loads(reply.to_bytes())
+    params = {**document["params"], "_meta": {**meta, SUBSCRIPTION_ID_META: request_id}}
+    return Reply(document={**document, "params": params}, version=reply.version)
 
 
 class HttpSession:
@@ -145,7 +155,10 @@ class HttpSession:
         """A request goes upstream: its reply's stream opens (with its progress token's, on SSE)."""
         assert message.id is not None
         sse = frame.headers is not None and accepts_event_stream(frame.headers)
-        stream = self.waiting[message.id] = self._opened[message.id] = Stream(sse=sse)
+        # A stateless client cancels by closing the request (2026-07-28); a session's client, by a
+        # notification (before 2026-07-28 a disconnect is no cancellation).
+        dropped = functools.partial(self._dropped, message.id) if self.stateless else None
+        stream = self.waiting[message.id] = self._opened[message.id] = Stream(sse=sse, dropped=dropped)
         meta = (message.params or {}).get("_meta")
         if sse and isinstance(meta, dict) and meta.get("progressToken") is not None:
             self.progress[meta["progressToken"]] = stream
@@ -156,6 +169,16 @@ class HttpSession:
         if stream is not None:
             self._forget(request_id, stream)
             stream.end()
+
+    async def _dropped(self, request_id: RequestId, stream: Stream) -> None:
+        """The client closed the POST of a request still upstream: over STDIO a client cancels by
+        ``notifications/cancelled`` (spec: basic/utilities/cancellation), so the upstream is told so
+        under the id it knows, through the chain as the client's own; the id is free again."""
+        if self._closed or self.waiting.get(request_id) is not stream:
+            return  # answered, or the session ended meanwhile
+        params = {"requestId": request_id, "reason": "the client closed the request"}
+        cancel = jsonio.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+        await self.gateway.from_client(Frame(raw=cancel, transport="http", session=self.session))
 
     def asker(self, message: Message) -> PeerChannel:
         """The question goes on the call's own stream; the answer comes in a POST of its own."""
@@ -198,11 +221,16 @@ class HttpSession:
         return self.renamed.pop(request_id, None)
 
     def _notify(self, reply: Reply, message: Message) -> None:
-        """On the stream of the request it belongs to, else an open POST stream, else the GET
-        stream, else kept until a GET stream opens."""
+        """On the stream of the request it belongs to (a subscription's, a progress token's), else
+        an open POST stream, else the GET stream, else kept until a GET stream opens."""
+        params = message.params if isinstance(message.params, dict) else {}
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:
+            self._to_subscription(reply, message, meta)
+            return
         stream: Stream | None = None
         if message.method == "notifications/progress":
-            stream = self.progress.get((message.params or {}).get("progressToken"))
+            stream = self.progress.get(params.get("progressToken"))
         if stream is None:
             open_posts = [held for held in self.waiting.values() if held.sse]
             if self.stateless and len(open_posts) != 1:
@@ -219,6 +247,18 @@ class HttpSession:
             self.backlog.popleft()
             log.warning("gateway: session backlog full; the oldest server message was dropped")
         self.backlog.append(reply)
+
+    def _to_subscription(self, reply: Reply, message: Message, meta: dict[str, Any]) -> None:
+        """A notification of a ``subscriptions/listen`` stream goes on that listen request's stream
+        only (over STDIO every subscription shares one channel, told apart by this id), under the
+        client's own id; one whose stream is gone goes nowhere, never to another client."""
+        wire = meta[SUBSCRIPTION_ID_META]
+        stream = self.waiting.get(wire) if isinstance(wire, str | int) else None
+        if stream is None:
+            log.warning("gateway: a notification of no open subscription (id %r) was not delivered", wire)
+            return
+        original = self.renamed.get(wire)
+        stream.put(reply if original is None else _with_subscription(reply, message, meta, original))
 
     def listen(self) -> Stream | None:
         """The session's GET stream (one at a time), with what waited for it."""

@@ -71,13 +71,15 @@ class Stream:
     """The messages a POST's response (or the session's GET stream) carries, in order: ``(reply,
     last)`` items, ``last`` ending the response (its status is the last reply's when it is the only
     one); ``None`` ends it with nothing more. ``closed``: its response is over (a GET stream whose
-    client went away takes nothing more)."""
+    client went away takes nothing more). ``dropped``: what the application does when the client
+    closes a POST before its last item (under 2026-07-28 that cancels the request)."""
 
-    __slots__ = ("closed", "queue", "sse")
+    __slots__ = ("closed", "dropped", "queue", "sse")
 
-    def __init__(self, *, sse: bool = True) -> None:
+    def __init__(self, *, sse: bool = True, dropped: Callable[[Stream], Awaitable[None]] | None = None) -> None:
         self.sse = sse
         self.closed = False
+        self.dropped = dropped
         self.queue: asyncio.Queue[tuple[Reply, bool] | None] = asyncio.Queue()
 
     def put(self, reply: Reply, *, last: bool = False) -> None:
@@ -258,28 +260,48 @@ class StreamableHttp:
             else:
                 await conversation.close()  # it served one request without a session
         announced = headers.get("mcp-protocol-version")
-        await self._answer(send, answer, accepts, extra, announced)
+        if not isinstance(answer, Stream):
+            return await self._answer(send, answer, accepts, extra, announced)
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await self._stream(send, answer, gone, accepts, extra, announced)
+        except _ClientGone:
+            if answer.dropped is not None:
+                await answer.dropped(answer)
+        finally:
+            gone.cancel()
+            answer.closed = True
 
     async def _answer(
         self,
         send: Send,
-        answer: Reply | Stream | None,
+        answer: Reply | None,
         accepts: PostAccepts,
         extra: tuple[tuple[bytes, bytes], ...],
         announced: str | None,
     ) -> None:
-        """The response to a POST: the reply, 202, or what comes on the stream (one JSON body when
-        the reply comes first, else an SSE stream ended by the reply)."""
+        """The response to a POST answered at once: the reply, or 202."""
         if answer is None:
             return await respond(send, 202, b"", None, extra)
-        if isinstance(answer, Reply):
-            return await send_reply(send, answer, accepts, extra, announced=announced)
-        first = await answer.queue.get()
+        await send_reply(send, answer, accepts, extra, announced=announced)
+
+    async def _stream(
+        self,
+        send: Send,
+        stream: Stream,
+        gone: asyncio.Task[None],
+        accepts: PostAccepts,
+        extra: tuple[tuple[bytes, bytes], ...],
+        announced: str | None,
+    ) -> None:
+        """The response to a POST whose reply comes on ``stream``: one JSON body when the reply comes
+        first, else an SSE stream ended by the reply. ``_ClientGone``: the client closed it first."""
+        first = await _next(stream, gone)
         if first is None:  # nothing came: the request ended without an answer (its session ended)
-            return await respond(send, 202, b"", None, extra)
+            return await self._answer(send, None, accepts, extra, announced)
         reply, last = first
         if last:
-            return await send_reply(send, reply, accepts, extra, announced=announced)
+            return await self._answer(send, reply, accepts, extra, announced)
         await _open_sse(send, extra)
         item: tuple[Reply, bool] | None = first
         while item is not None:
@@ -287,7 +309,7 @@ class StreamableHttp:
             await send({"type": "http.response.body", "body": sse_event(reply.to_bytes()), "more_body": not last})
             if last:
                 return
-            item = await answer.queue.get()
+            item = await _next(stream, gone)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # -- GET and DELETE -------------------------------------------------------------------------
@@ -312,17 +334,11 @@ class StreamableHttp:
         await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
-            while True:
-                getting = asyncio.ensure_future(stream.queue.get())
-                await asyncio.wait({getting, gone}, return_when=asyncio.FIRST_COMPLETED)
-                if not getting.done():
-                    getting.cancel()
-                    return  # the client went away
-                item = getting.result()
-                if item is None:
-                    break
+            while (item := await _next(stream, gone)) is not None:
                 await send({"type": "http.response.body", "body": sse_event(item[0].to_bytes()), "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except _ClientGone:
+            return  # nothing more for it
         finally:
             gone.cancel()
             stream.closed = True
@@ -345,3 +361,17 @@ async def _open_sse(send: Send, extra: tuple[tuple[bytes, bytes], ...]) -> None:
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+class _ClientGone(Exception):
+    """The client closed the response before its end."""
+
+
+async def _next(stream: Stream, gone: asyncio.Task[None]) -> tuple[Reply, bool] | None:
+    """The stream's next item, or ``_ClientGone`` once ``gone`` (the client's disconnect) came first."""
+    getting = asyncio.ensure_future(stream.queue.get())
+    await asyncio.wait({getting, gone}, return_when=asyncio.FIRST_COMPLETED)
+    if not getting.done():
+        getting.cancel()
+        raise _ClientGone
+    return getting.result()
