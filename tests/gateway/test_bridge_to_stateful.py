@@ -156,9 +156,10 @@ def test_the_upstreams_elicitation_reaches_the_2026_client_as_an_input_required_
     assert "action=accept" in answer and "ada@example.org" in answer
 
 
-def test_a_tampered_or_foreign_request_state_is_refused_and_nothing_goes_upstream(bridge: Gateway) -> None:
-    """Issue 22: the bridge's requestState is signed; a changed one, or one it did not issue, is
-    refused with a catalogued error (invalid params at /params/requestState)."""
+def test_a_tampered_request_state_is_refused_and_a_foreign_one_ignored(bridge: Gateway) -> None:
+    """Issue 22 / SEP-2322: the bridge's requestState is signed; a changed one is refused with a
+    catalogued error (invalid params at /params/requestState) and nothing goes upstream; a state the
+    bridge never issued is unrecognised information, ignored: the call starts afresh (a new round)."""
     meta = _meta("tamperer", {"elicitation": {}})
     call = rpc(1, "tools/call", {"name": "test_elicitation", "arguments": {"message": "hi"}, "_meta": meta})
     asked = _post(bridge.url, call, "tools/call", "test_elicitation")["result"]
@@ -167,14 +168,33 @@ def test_a_tampered_or_foreign_request_state_is_refused_and_nothing_goes_upstrea
     assert asked["inputRequests"][key]["method"] == "elicitation/create"
     answers = {key: {"action": "accept", "content": {"username": "x", "email": "x@example.org"}}}
     state = asked["requestState"]
-    for forged in (state[:-2] + ("AA" if not state.endswith("AA") else "BB"), "someone-elses-state"):
-        params = {**call["params"], "inputResponses": answers, "requestState": forged}
-        refused = _post(bridge.url, rpc(2, "tools/call", params), "tools/call", "test_elicitation")
-        assert refused["error"]["code"] == CanonicalError.INVALID_PARAMS.mcp_code
+    tampered = state[:-2] + ("AA" if not state.endswith("AA") else "BB")
+    params = {**call["params"], "inputResponses": answers, "requestState": tampered}
+    refused = _post(bridge.url, rpc(2, "tools/call", params), "tools/call", "test_elicitation")
+    assert refused["error"]["code"] == CanonicalError.INVALID_PARAMS.mcp_code
+    params = {**call["params"], "inputResponses": answers, "requestState": "someone-elses-state"}
+    afresh = _post(bridge.url, rpc(3, "tools/call", params), "tools/call", "test_elicitation")["result"]
+    assert afresh["resultType"] == "input_required" and afresh["requestState"] != state
     params = {**call["params"], "inputResponses": answers, "requestState": state}
-    done = _post(bridge.url, rpc(3, "tools/call", params), "tools/call", "test_elicitation")
+    done = _post(bridge.url, rpc(4, "tools/call", params), "tools/call", "test_elicitation")
     assert "x@example.org" in done["result"]["content"][0]["text"]
     assert done["result"]["resultType"] == "complete"
+
+
+def test_a_retry_without_its_answers_is_asked_again(bridge: Gateway) -> None:
+    """SEP-2322 (conformance `input-required-result-missing-input-response`): a retry that leaves the
+    upstream's question unanswered gets it again in a new round; answered, the call completes."""
+    meta = _meta("forgetful", {"elicitation": {}})
+    call = rpc(1, "tools/call", {"name": "test_elicitation", "arguments": {"message": "hi"}, "_meta": meta})
+    first = _post(bridge.url, call, "tools/call", "test_elicitation")["result"]
+    retry = {**call["params"], "requestState": first["requestState"]}
+    again = _post(bridge.url, rpc(2, "tools/call", retry), "tools/call", "test_elicitation")["result"]
+    assert again["resultType"] == "input_required" and again["inputRequests"] == first["inputRequests"]
+    (key,) = again["inputRequests"]
+    answers = {key: {"action": "accept", "content": {"username": "y", "email": "y@example.org"}}}
+    params = {**call["params"], "inputResponses": answers, "requestState": again["requestState"]}
+    done = _post(bridge.url, rpc(3, "tools/call", params), "tools/call", "test_elicitation")
+    assert "y@example.org" in done["result"]["content"][0]["text"]
 
 
 def test_subscriptions_listen_is_refused_as_not_bridgeable_naming_the_feature(bridge: Gateway) -> None:

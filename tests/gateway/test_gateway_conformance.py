@@ -28,12 +28,34 @@ pytestmark = pytest.mark.conformance
 REVISIONS = ("2025-11-25", "2026-07-28")  # the pre-release line's requirement sets (`--requirements`)
 # (requirement set, scenario) → why the gateway fails what the target passes served directly. A gap
 # the gateway closes must leave this table: the test checks each still fails through the gateway.
-GATEWAY_GAPS = {
-    ("2026-07-28", "server-stateless"): (
-        "the gateway refuses a request without the `_meta` envelope with -32602 at HTTP 200 (400 required); "
-        "its -32022 `supported` names handshake versions server/discover does not list; "
-        "a second subscriptions/listen stream through it yields no frame"
-    ),
+GATEWAY_GAPS: dict[tuple[str, str], str] = {}
+# (requirement set, scenario) → why a bridged run fails what the target passes served directly: a
+# feature of one era the other has not (ADR 24). Every other scenario passes through the bridge.
+_ASKS_BY_REQUEST = "the tool asks its client by a server-to-client request, which a 2026-07-28 server cannot send"
+_ASKS_BY_RESULT = "the tool asks by InputRequiredResult, which a 2025-11-25 server cannot answer with"
+BRIDGE_GAPS = {
+    ("2025-11-25", "tools-call-sampling"): _ASKS_BY_REQUEST,
+    ("2025-11-25", "tools-call-elicitation"): _ASKS_BY_REQUEST,
+    ("2025-11-25", "elicitation-sep1034-defaults"): _ASKS_BY_REQUEST,
+    ("2025-11-25", "elicitation-sep1330-enums"): _ASKS_BY_REQUEST,
+    ("2025-11-25", "resources-subscribe"): "resources/subscribe is not bridgeable (2026-07-28 has a stream for it)",
+    ("2025-11-25", "resources-unsubscribe"): "resources/unsubscribe is not bridgeable, as resources/subscribe",
+    **{
+        ("2026-07-28", f"input-required-result-{name}"): _ASKS_BY_RESULT
+        for name in (
+            "basic-elicitation",
+            "basic-sampling",
+            "basic-list-roots",
+            "request-state",
+            "multiple-input-requests",
+            "multi-round",
+            "non-tool-request",
+            "result-type",
+            "tampered-state",
+            "capability-check",
+        )
+    },
+    ("2026-07-28", "server-stateless"): "subscriptions/listen is not bridgeable to a 2025-11-25 server",
 }
 
 
@@ -55,6 +77,10 @@ GATEWAY = Endpoint("target/gateway", "target", "gateway")
 UPSTREAM = Endpoint("target/upstream", "target", "upstream", ("--standalone",))
 EVERYTHING_DIRECT = Endpoint("everything/direct", "everything", "direct")
 EVERYTHING_GATEWAY = Endpoint("everything/gateway", "everything", "gateway")
+# The era bridge (issue 22): the 2025-11-25 set before a 2026-07-28-only target, and the reverse.
+TO_MODERN = Endpoint("target-modern/bridge", "target", "gateway", ("--era", "modern"), ("--bridge", "2026-07-28"))
+TO_LEGACY = Endpoint("target-legacy/bridge", "target", "gateway", ("--era", "legacy"), ("--bridge", "2025-11-25"))
+BRIDGED = {"2025-11-25": TO_MODERN, "2026-07-28": TO_LEGACY}
 
 
 @dataclass(frozen=True)
@@ -68,12 +94,10 @@ class Run:
         return self.endpoint.name if self.revision is None else f"{self.revision}/{self.endpoint.name}"
 
 
-# A run through the era bridge is an endpoint and a row, e.g. the 2025-11-25 set before a modern-only
-# target: Endpoint("target-modern/bridge-2026-07-28", "target", "gateway", ("--era", "modern"),
-# ("--bridge", "2026-07-28")) and Run(CONFORMANCE_NEXT, "2025-11-25", that endpoint).
 RUNS: tuple[Run, ...] = (
     *(Run(CONFORMANCE, None, e) for e in (DIRECT, GATEWAY, UPSTREAM, EVERYTHING_DIRECT, EVERYTHING_GATEWAY)),
     *(Run(CONFORMANCE_NEXT, revision, e) for revision in REVISIONS for e in (DIRECT, GATEWAY, UPSTREAM)),
+    *(Run(CONFORMANCE_NEXT, revision, endpoint) for revision, endpoint in BRIDGED.items()),
 )
 
 
@@ -141,7 +165,8 @@ def passes(results: dict[str, str]) -> set[str]:
 
 def test_the_conformance_suite_gives_the_same_results_through_the_gateway_as_direct(tmp_path: Path) -> None:
     """Issues 9, 18, 22: every scenario the target passes served directly passes through the gateway,
-    before a STDIO upstream and before `--upstream URL`; the target passes all 2026-07-28 requires."""
+    before a STDIO upstream and before `--upstream URL`, and through the era bridge each scenario
+    whose features both eras have; the target passes all that 2026-07-28 requires."""
     found = run_all(tmp_path)
     documents = {suite: document(suite, runs) for suite, runs in found.items()}
     if os.environ.get("MCP_UPDATE_CONFORMANCE") == "1":
@@ -161,6 +186,10 @@ def test_the_conformance_suite_gives_the_same_results_through_the_gateway_as_dir
             through = passes(next_line[f"{revision}/{route.name}"])
             assert direct - gaps <= through, f"{revision}/{route.name}"
             assert gaps <= direct - through, f"{revision}/{route.name}: a known gap is closed, or no gap"
+        bridged = passes(next_line[f"{revision}/{BRIDGED[revision].name}"])
+        not_shared = {scenario for known, scenario in BRIDGE_GAPS if known == revision}
+        assert direct - not_shared <= bridged, f"{revision} through the bridge"
+        assert not_shared <= direct - bridged, f"{revision} through the bridge: a gap is closed, or no gap"
     required = found[CONFORMANCE_NEXT][f"2026-07-28/{DIRECT.name}"]
     assert {s: r for s, r in required.results.items() if s not in required.not_scored and r != "pass"} == {}
     for suite, content in documents.items():

@@ -63,6 +63,7 @@ class _Exchange:
     id: str
     call: int  # the call's id upstream
     asked: dict[str, RequestId]  # key in ``inputRequests`` → the upstream's request id
+    requests: dict[str, dict[str, Any]]  # key in ``inputRequests`` → the request, to ask again if unanswered
     later: dict[str, tuple[RequestId, dict[str, Any]]] = field(default_factory=dict)  # for the next round
     reply: dict[str, Any] | None = None  # the upstream's reply to the call, come before the retry
     timer: asyncio.TimerHandle | None = None
@@ -205,7 +206,7 @@ class StatefulUpstreams:
             identity = await self._identity(meta)
             if about.method == "server/discover":
                 self._put({"jsonrpc": "2.0", "id": about.id, "result": self._discovered(identity.ready.result())})
-            elif any(name in params for name in _RETRY_FIELDS):
+            elif str(params.get("requestState")).startswith(BRIDGE_STATE):
                 await self._retry(identity, params, about)
             else:
                 await self._relay(identity, params, meta, about)
@@ -218,7 +219,8 @@ class StatefulUpstreams:
         """A request goes to its identity's upstream under an id of that upstream's own."""
         assert about.id is not None and about.method is not None
         kept = {key: value for key, value in meta.items() if key not in _STATELESS_META}
-        relayed = {key: value for key, value in params.items() if key != "_meta"}
+        # A state or answers that are not the bridge's are ignored (unrecognised: SEP-2322).
+        relayed = {key: value for key, value in params.items() if key != "_meta" and key not in _RETRY_FIELDS}
         if kept:
             relayed["_meta"] = kept
         upstream_id = next(identity.ids)
@@ -378,8 +380,8 @@ class StatefulUpstreams:
 
     async def _retry(self, identity: _Identity, params: dict[str, Any], about: Message) -> None:
         """A client's retry with its answers: they go to the upstream's held requests, and the call's
-        reply (come already, or to come) answers the retry. A state not ours, tampered, of another
-        call or spent: refused, and nothing goes upstream."""
+        reply (come already, or to come) answers the retry; what it left unanswered is asked again.
+        A state tampered, of another call or spent: refused, and nothing goes upstream."""
         assert about.id is not None
         claims = self._signer.unseal(params.get("requestState"), BRIDGE_STATE)
         if claims is None:
@@ -402,13 +404,17 @@ class StatefulUpstreams:
         call.client_id, call.exchange = about.id, None
         self._by_client[about.id] = (identity, exchange.call)
         answers = params.get("inputResponses")
+        answers = answers if isinstance(answers, dict) else {}
+        missing: dict[RequestId, dict[str, Any]] = {}  # asked again (SEP-2322: re-request what is missing)
         for key, request_id in exchange.asked.items():
-            answer = answers.get(key) if isinstance(answers, dict) else None
-            await self._answer_upstream(identity, request_id, answer, "inputResponses/" + key)
+            if isinstance(answers.get(key), dict):
+                await self._answer_upstream(identity, request_id, answers[key], "inputResponses/" + key)
+            else:
+                missing[request_id] = exchange.requests[key]
         if exchange.reply is not None:
             self._settled(identity, exchange.call, exchange.reply)
-        elif exchange.later:
-            self._ask(identity, exchange.call, call, dict(exchange.later.values()))
+        elif missing or exchange.later:
+            self._ask(identity, exchange.call, call, {**missing, **dict(exchange.later.values())})
 
     async def _answer_upstream(self, identity: _Identity, request_id: RequestId, result: Any, feature: str) -> None:
         """The client's answer to a request of the upstream's, checked at the upstream's version; no
@@ -428,8 +434,8 @@ class StatefulUpstreams:
         ``asks``, and a state, signed, that binds this exchange; held until the retry or its expiry."""
         assert call.client_id is not None
         client_id = call.client_id
-        exchange = _Exchange(secrets.token_hex(8), upstream_id, {f"upstream-{rid}": rid for rid in asks})
         requests = {f"upstream-{rid}": ask for rid, ask in asks.items()}
+        exchange = _Exchange(secrets.token_hex(8), upstream_id, {f"upstream-{rid}": rid for rid in asks}, requests)
         identity.exchanges[exchange.id] = exchange
         call.client_id, call.exchange = None, exchange
         self._by_client.pop(client_id, None)
