@@ -53,6 +53,8 @@ BRIDGE_GAPS = {
             "result-type",
             "tampered-state",
             "capability-check",
+            "ignore-extra-params",
+            "missing-input-response",
         )
     },
     ("2026-07-28", "server-stateless"): "subscriptions/listen is not bridgeable to a 2025-11-25 server",
