@@ -393,7 +393,7 @@ def test_a_2026_request_through_the_gateway_is_checked_against_2026(tmp_path: Pa
     reply = peer.call({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": missing_capabilities})
     assert reply["error"]["code"] == -32602
     peer.finish()
-    assert report_of(tmp_path)["violations"] == {"invalid_params": 1}
+    assert report_of(tmp_path)["violations"] == {"invalid_request_meta": 1}  # its envelope: HTTP 400
     assert os.path.isdir(tmp_path / "runs")
 
 
