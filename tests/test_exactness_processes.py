@@ -36,7 +36,14 @@ PER_KIND = 40
 
 WAIT = 10.0
 SCHEMA_REFUSALS = frozenset(
-    {"parse_error", "invalid_envelope", "invalid_params", "invalid_format", "unsupported_protocol_version"}
+    {
+        "parse_error",
+        "invalid_envelope",
+        "invalid_params",
+        "invalid_request_meta",
+        "invalid_format",
+        "unsupported_protocol_version",
+    }
 )
 """The slugs of a refusal by the schema check (and -32601, for a method the version does not define)."""
 

@@ -400,24 +400,14 @@ def test_a_2026_request_through_the_gateway_is_checked_against_2026(tmp_path: Pa
 @pytest.fixture(params=["sse", "json"])
 def http_upstream(request: pytest.FixtureRequest) -> Any:
     """The SDK upstream served over Streamable HTTP on 127.0.0.1 (SSE or JSON replies)."""
-    import socket
 
-    import httpx
+    from .conformance import free_port, wait_listening
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     extra = ["json"] if request.param == "json" else []
     process = subprocess.Popen([*SDK_UPSTREAM, "http", str(port), *extra], stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
-    deadline = time.monotonic() + WAIT
-    while True:
-        try:
-            httpx.get(url, timeout=1)
-            break
-        except httpx.TransportError:
-            assert process.poll() is None and time.monotonic() < deadline, "the HTTP upstream did not start"
-            time.sleep(0.05)
+    wait_listening(process, url)
     yield url
     process.terminate()
     process.wait(WAIT)
