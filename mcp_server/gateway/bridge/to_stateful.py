@@ -141,6 +141,7 @@ class StatefulUpstreams:
         legacy = checks.registry.protocol(version).definitions.get("ClientCapabilities", {})
         self._capabilities = frozenset(legacy.get("properties", {}))
         self._required: dict[tuple[str | None, str], Mapping[str, Any]] = {}
+        self._last: tuple[Any, Any, bytes] | None = None  # the last request's client and its identity key
 
     # -- the Connection ------------------------------------------------------------------------
 
@@ -272,7 +273,12 @@ class StatefulUpstreams:
         if not info and not declared and self._identities:
             identity = next(reversed(self._identities.values()))
         else:
-            key = jsonio.canonical([info, declared])
+            last = self._last
+            if last is not None and last[0] == info and last[1] == declared:
+                key = last[2]  # the same client again: no canonical form to make
+            else:
+                key = jsonio.canonical([info, declared])
+                self._last = (info, declared, key)
             identity = self._identities.get(key) or self._start(key, info, declared)
             self._identities.move_to_end(key)
         if identity.ready.done() and not identity.ready.cancelled() and identity.ready.exception() is None:
