@@ -30,6 +30,7 @@ from ..core.settings import SetupError
 from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, Frame, Message, Reply, RequestId
 from ..execution.peer import PeerChannel
 from ..observe.metrics import CONTENT_TYPE, Metrics
+from ..registry.versions import SUBSCRIPTION_ID_META
 from ..transport.connection import Connection
 from ..transport.http import PostAccepts, Send, accepts_event_stream, refuse, serve_http, text_route
 from ..transport.streamable import HttpOptions, Route, Stream, StreamableHttp
@@ -44,8 +45,6 @@ log = logging.getLogger("mcp_server.gateway")
 # dropped while the session lives; past this many, the oldest go (and the drop is logged).
 _BACKLOG = 10_000
 _renames = itertools.count(1)
-# A notification of a ``subscriptions/listen`` stream names the listen request's id here (2026-07-28).
-SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 
 
 def _with_id(reply: Reply, document: Any, request_id: RequestId) -> Reply:

@@ -14,10 +14,10 @@ from ..core.types import Message
 from ..execution.grants import GrantSigner
 from ..execution.peer import approval_request, approved
 from ..execution.policy import Policy
+from ..registry.versions import CLIENT_CAPABILITIES_META
 
 __all__ = ["INPUT_KEY", "Admitted", "admitted_params", "can_be_asked", "continued", "input_required"]
 
-CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 INPUT_KEY = "mcp-server/approval"  # the gateway's key in ``inputRequests``/``inputResponses``
 
 
@@ -85,5 +85,5 @@ def continued(
 def can_be_asked(message: Message) -> bool:
     """Whether a stateless request's client declared, on the request itself, that it can be asked."""
     meta = (message.params or {}).get("_meta")
-    declared = meta.get(CAPABILITIES_META) if isinstance(meta, Mapping) else None
+    declared = meta.get(CLIENT_CAPABILITIES_META) if isinstance(meta, Mapping) else None
     return isinstance(declared, Mapping) and "elicitation" in declared

@@ -14,10 +14,26 @@ from ..core.session import Session
 from ..core.types import Direction, Message, MessageKind
 from .schemas import SchemaRegistry
 
-__all__ = ["CLIENT_CAPABILITIES_META", "PROTOCOL_VERSION_META", "is_at_least", "resolve_version", "stated_version"]
+__all__ = [
+    "CLIENT_CAPABILITIES_META",
+    "CLIENT_INFO_META",
+    "LOG_LEVEL_META",
+    "PROTOCOL_VERSION_META",
+    "SERVER_INFO_META",
+    "SUBSCRIPTION_ID_META",
+    "is_at_least",
+    "resolve_version",
+    "stated_version",
+]
 
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+# The other reserved ``_meta`` keys of 2026-07-28: a request's client and log level, a result's
+# server, a notification's subscription.
+CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
+SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 
 # Only ping may precede the handshake (basic/lifecycle: "The client SHOULD NOT send requests
 # other than pings before the server has responded to the initialize request").

@@ -21,7 +21,14 @@ from ...core.replies import error_reply
 from ...core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, SERVER_TO_CLIENT, Frame, Message, RequestId
 from ...execution.approvals import arguments_digest
 from ...execution.grants import GrantSigner, signer_from
-from ...registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META, stated_version
+from ...registry.versions import (
+    CLIENT_CAPABILITIES_META,
+    CLIENT_INFO_META,
+    LOG_LEVEL_META,
+    PROTOCOL_VERSION_META,
+    SERVER_INFO_META,
+    stated_version,
+)
 from ...transport.connection import Connection
 from ..session import Checks
 from ..verdicts import stand_in_answer
@@ -31,9 +38,7 @@ __all__ = ["MAX_IDENTITIES", "StatefulUpstreams"]
 
 log = logging.getLogger("mcp_server.gateway")
 
-CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
 BRIDGE_STATE = "mcp-bridge.1."  # the prefix of the bridge's own ``requestState``: never read as a grant
-LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 # The envelope keys the stateful era has no place for (it said them once, at ``initialize``).
 _STATELESS_META = frozenset({PROTOCOL_VERSION_META, CLIENT_INFO_META, CLIENT_CAPABILITIES_META, LOG_LEVEL_META})
 # What a client of the stateless era carries on a retry, which no stateful request has.
@@ -359,7 +364,7 @@ class StatefulUpstreams:
             "ttlMs": 0,
         }
         if isinstance(result.get("serverInfo"), dict):
-            discovered["_meta"] = {"io.modelcontextprotocol/serverInfo": result["serverInfo"]}
+            discovered["_meta"] = {SERVER_INFO_META: result["serverInfo"]}
         if isinstance(result.get("instructions"), str):
             discovered["instructions"] = result["instructions"]
         return discovered

@@ -27,7 +27,14 @@ from ...core.types import (
     RequestId,
 )
 from ...registry.schemas import SchemaRegistry
-from ...registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META, stated_version
+from ...registry.versions import (
+    CLIENT_CAPABILITIES_META,
+    CLIENT_INFO_META,
+    LOG_LEVEL_META,
+    PROTOCOL_VERSION_META,
+    SERVER_INFO_META,
+    stated_version,
+)
 from ...transport.connection import Connection
 from ..session import Checks
 from ..verdicts import stand_in_answer, standing_in
@@ -35,9 +42,6 @@ from .upstream_side import UpstreamSide
 
 __all__ = ["StatelessUpstream"]
 
-CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
-LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"  # replaces logging/setLevel (2026-07-28)
-SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 _RESERVED = "io.modelcontextprotocol/"  # result ``_meta`` keys of the stateless era: no place before it
 MAX_ROUNDS = 8  # input rounds one request may take before the bridge gives up on it
 # The server-to-client request each input request becomes, and the capability the client declares for it.
