@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -134,6 +135,21 @@ def meta_2026(**params: Any) -> dict[str, Any]:
 
 def server_command() -> list[str]:
     return [sys.executable, "-m", "mcp_server", "serve"]
+
+
+def cli(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, wait: float = 60.0
+) -> subprocess.CompletedProcess[str]:
+    """``mcp-server ARGS`` run in ``tmp_path`` to its end (text output; ``env``: else ``server_env``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_server", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env or server_env(tmp_path),
+        timeout=wait,
+        check=False,
+    )
 
 
 def server_env(tmp_path: Path, **extra: str) -> dict[str, str]:

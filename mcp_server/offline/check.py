@@ -308,15 +308,7 @@ class SessionCheck:
         except Rejection as rejection:
             message = rejection.message or shape_of(document)
             self._count(direction, message, refused=True)
-            self.report.violation(
-                rejection.error.slug,
-                line=number,
-                direction=direction,
-                method=message.method,
-                tool=message.tool,
-                request_id=message.id,
-                errors=rejection.errors,
-            )
+            self._violation(rejection.error.slug, number, direction, message, rejection.errors)
             if message.kind is REQUEST and message.id is not None and message.method is not None:
                 self.session.expect(direction, message.id, message.method, message.tool)  # its answer is still due
             return
@@ -358,14 +350,19 @@ class SessionCheck:
 
     def _not_locked(self, number: int, direction: Direction, message: Message) -> None:
         """A call of a tool the lockfile does not allow: the gateway with ``--lock`` refuses it."""
+        errors = [{"path": "/params/name", "msg": "not in the lockfile as the upstream lists it"}]
+        self._violation(CanonicalError.TOOL_NOT_LOCKED.slug, number, direction, message, errors)
+
+    def _violation(self, rule: str, number: int, direction: Direction, message: Message, errors: Any) -> None:
+        """A rule the frame on line ``number`` broke, as far as ``message`` says what it was."""
         self.report.violation(
-            CanonicalError.TOOL_NOT_LOCKED.slug,
+            rule,
             line=number,
             direction=direction,
             method=message.method,
             tool=message.tool,
             request_id=message.id,
-            errors=[{"path": "/params/name", "msg": "not in the lockfile as the upstream lists it"}],
+            errors=errors,
         )
 
     def _error_code(self, number: int, direction: Direction, message: Message) -> None:
@@ -373,14 +370,8 @@ class SessionCheck:
         code = message.document["error"]["code"]
         why = error_code_problem(self.registry, message.version, code, self.allow_codes)
         if why is not None:
-            self.report.violation(
-                "invalid_error_code",
-                line=number,
-                direction=direction,
-                method=message.method,
-                tool=message.tool,
-                request_id=message.id,
-                errors=[{"path": "/error/code", "msg": f"{code}: {why}"}],
+            self._violation(
+                "invalid_error_code", number, direction, message, [{"path": "/error/code", "msg": f"{code}: {why}"}]
             )
 
     def _infer(self, document: Mapping[str, Any]) -> Direction:
@@ -426,14 +417,8 @@ class SessionCheck:
             self.session.negotiate(offered)
             self.report.protocol_version = offered
             return
-        self.report.violation(
-            CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug,
-            line=number,
-            direction=direction,
-            method="initialize",
-            request_id=message.id,
-            errors=[{"path": "/result/protocolVersion", "msg": f"{offered!r} is not a bundled version"}],
-        )
+        errors = [{"path": "/result/protocolVersion", "msg": f"{offered!r} is not a bundled version"}]
+        self._violation(CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug, number, direction, message, errors)
         # Checked against the newest handshake version from here: better than not at all.
         self.session.negotiate(self.registry.latest_handshake)
         self.report.protocol_version = self.registry.latest_handshake

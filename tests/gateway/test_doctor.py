@@ -12,7 +12,7 @@ import pytest
 
 from mcp_server.registry.schemas import SchemaRegistry
 
-from ..conftest import ROOT, server_env
+from ..conftest import ROOT, cli, server_env
 from ..node_tools import SERVER_EVERYTHING, npm_bin
 from .test_gateway_conformance import free_port, running
 
@@ -22,15 +22,7 @@ BROKEN_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "broken_serv
 
 
 def doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_server", "doctor", *args],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=server_env(tmp_path),
-        timeout=WAIT,
-        check=False,
-    )
+    return cli(tmp_path, "doctor", *args, wait=WAIT)
 
 
 def verdict(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_server.core.errors import CanonicalError
 
-from ..conftest import ROOT, server_env
+from ..conftest import ROOT, cli, server_env
 from .test_gateway import BROKEN_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
 from .test_gateway_conformance import free_port, running
 
@@ -28,15 +27,7 @@ NOT_LOCKED = CanonicalError.TOOL_NOT_LOCKED
 
 def lock(tmp_path: Path, *args: str, upstream: list[str] = DRIFTING, output: str = "mcp.lock.json") -> Path:
     """``mcp-server lock --output FILE ARGS -- UPSTREAM``; the lockfile written."""
-    result = subprocess.run(
-        [sys.executable, "-m", "mcp_server", "lock", "--output", output, *args, "--", *upstream],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=server_env(tmp_path),
-        timeout=WAIT,
-        check=False,
-    )
+    result = cli(tmp_path, "lock", "--output", output, *args, "--", *upstream, wait=WAIT)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     return tmp_path / output
@@ -248,14 +239,7 @@ def test_a_bad_lockfile_exits_2_naming_the_place(tmp_path: Path, tamper: Any, fr
     syntax) is refused at start: exit 2, the pointer or the line named, no traceback."""
     path = lock(tmp_path)
     path.write_text(tamper(path.read_text()))
-    result = subprocess.run(
-        gateway_command("--lock", str(path), upstream=DRIFTING),
-        capture_output=True,
-        text=True,
-        env=server_env(tmp_path),
-        timeout=WAIT,
-        check=False,
-    )
+    result = cli(tmp_path, "gateway", "--lock", str(path), "--", *DRIFTING, wait=WAIT)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("mcp:error reason=setup_failed detail=lockfile ")
     assert fragment in result.stderr and "Traceback" not in result.stderr
@@ -277,15 +261,7 @@ def test_lock_leaves_a_file_that_is_not_a_lockfile_untouched(tmp_path: Path) -> 
     input (exit 2, named), never overwritten."""
     kept = tmp_path / "mcp.lock.json"
     kept.write_text('{"not": "a lockfile"}\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "mcp_server", "lock", "--", *DRIFTING],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=server_env(tmp_path),
-        timeout=WAIT,
-        check=False,
-    )
+    result = cli(tmp_path, "lock", "--", *DRIFTING, wait=WAIT)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("mcp:error reason=setup_failed detail=lockfile mcp.lock.json")
     assert kept.read_text() == '{"not": "a lockfile"}\n'
@@ -304,14 +280,7 @@ def test_a_lockfile_of_several_servers_is_matched_by_server_info_or_named(tmp_pa
     names, replies = session_through(named, "--lock", str(path), "--lock-server", "broken", upstream=DRIFTING)
     assert names == []  # held to the other server's entry: nothing here is locked there
     assert_not_locked(replies["add"])
-    result = subprocess.run(
-        gateway_command("--lock", str(path), "--lock-server", "nope", upstream=DRIFTING),
-        capture_output=True,
-        text=True,
-        env=server_env(tmp_path),
-        timeout=WAIT,
-        check=False,
-    )
+    result = cli(tmp_path, "gateway", "--lock", str(path), "--lock-server", "nope", "--", *DRIFTING, wait=WAIT)
     assert result.returncode == 2 and "no server 'nope'" in result.stderr
 
 
@@ -322,14 +291,6 @@ def test_locking_over_http_writes_what_locking_over_stdio_does(tmp_path: Path) -
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     with running([*DRIFTING, "http", str(port)], url, server_env(tmp_path)):
-        result = subprocess.run(
-            [sys.executable, "-m", "mcp_server", "lock", "--upstream", url, "--output", "http.lock.json"],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=server_env(tmp_path),
-            timeout=WAIT,
-            check=False,
-        )
+        result = cli(tmp_path, "lock", "--upstream", url, "--output", "http.lock.json", wait=WAIT)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "http.lock.json").read_bytes() == over_stdio

@@ -14,7 +14,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from ..conftest import ROOT, server_env
+from ..conftest import ROOT, cli, server_env
 from ..gateway.test_gateway_conformance import free_port, running
 
 WAIT = 30.0
@@ -22,14 +22,7 @@ SDK_SERVER = str(ROOT / "tests" / "upstreams" / "sdk_server.py")
 
 
 def wrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_server", "wrap", *args],
-        capture_output=True,
-        text=True,
-        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "client-runs")),
-        timeout=WAIT,
-        check=False,
-    )
+    return cli(tmp_path, "wrap", *args, env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "client-runs")), wait=WAIT)
 
 
 def client_config(shape: str, url: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
 from ...core.replies import error_reply
-from ...core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, SERVER_TO_CLIENT, Frame, Message, RequestId
+from ...core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, SERVER_TO_CLIENT, Message, RequestId
 from ...execution.approvals import arguments_digest
 from ...execution.grants import GrantSigner, signer_from
 from ...registry.versions import (
@@ -32,7 +32,7 @@ from ...registry.versions import (
 from ...transport.connection import Connection
 from ..session import Checks
 from ..verdicts import stand_in_answer
-from .upstream_side import UpstreamSide
+from .upstream_side import ASKS, UpstreamSide, not_bridgeable
 
 __all__ = ["MAX_IDENTITIES", "StatefulUpstreams"]
 
@@ -43,8 +43,6 @@ BRIDGE_STATE = "mcp-bridge.1."  # the prefix of the bridge's own ``requestState`
 _STATELESS_META = frozenset({PROTOCOL_VERSION_META, CLIENT_INFO_META, CLIENT_CAPABILITIES_META, LOG_LEVEL_META})
 # What a client of the stateless era carries on a retry, which no stateful request has.
 _RETRY_FIELDS = ("requestState", "inputResponses")
-# The upstream's requests of its client that an InputRequiredResult carries, and the capability each needs.
-_ASKS = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 # What the stateless era requires of a result that the stateful era never says: a result of the
 # upstream's is complete (no rounds of its own), and private to the client, not to be cached.
 _RESULT_DEFAULTS: Mapping[str, Any] = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
@@ -55,10 +53,6 @@ MAX_IDENTITIES = 32
 
 def _refusal(msg: str) -> Rejection:
     return Rejection(CanonicalError.INVALID_PARAMS, [{"path": "/params/requestState", "msg": msg}])
-
-
-def _not_bridgeable(feature: str) -> Rejection:
-    return Rejection(CanonicalError.NOT_BRIDGEABLE, [{"path": "", "msg": "not_bridgeable"}], extra={"feature": feature})
 
 
 @dataclass(slots=True, eq=False)
@@ -102,10 +96,6 @@ class _Identity:
         for future in (self.initialized, self.ready):  # a failure nobody waits for is no error of its own
             future.add_done_callback(lambda done: done.cancelled() or done.exception())
         self.pump: asyncio.Task[None] | None = None  # its frames read (held here: the loop keeps no task)
-
-    def frame(self) -> Frame:
-        """A frame of the upstream's for the report (what the bridge did with one it heard)."""
-        return Frame(b"", self.side.transport, self.side.session, 0, SERVER_TO_CLIENT)
 
     def waiting(self) -> _Call | None:
         """The call an upstream request belongs to: the oldest whose client waits, else the oldest held."""
@@ -208,7 +198,7 @@ class StatefulUpstreams:
         meta = meta if isinstance(meta, dict) else {}
         try:
             if about.method == "subscriptions/listen":
-                raise _not_bridgeable("subscriptions/listen")
+                raise not_bridgeable("subscriptions/listen")
             identity = await self._identity(meta)
             if about.method == "server/discover":
                 self._put({"jsonrpc": "2.0", "id": about.id, "result": self._discovered(identity.ready.result())})
@@ -432,7 +422,7 @@ class StatefulUpstreams:
         answer (or one refused there): an error naming what was missing."""
         document: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
         if not isinstance(result, dict):
-            document = dict(error_reply(_not_bridgeable(feature), request_id).document or {})
+            document = dict(error_reply(not_bridgeable(feature), request_id).document or {})
         try:
             raw = identity.side.answering(document)
         except Rejection as refusal:
@@ -566,13 +556,15 @@ class StatefulUpstreams:
         if message.method == "ping":
             await self._answer_upstream(identity, message.id, {}, "ping")
             return
-        needs, call = _ASKS.get(message.method), identity.waiting()
+        needs, call = ASKS.get(message.method), identity.waiting()
         if needs is None or call is None:
-            identity.side.verdicts.violation("not_bridgeable", identity.frame(), message, action="answered")
+            identity.side.untranslated(message, message.method, SERVER_TO_CLIENT, "answered")
             await self._answer_upstream(identity, message.id, None, message.method)
         elif needs not in identity.capabilities:
             missing = Rejection(CanonicalError.MISSING_CLIENT_CAPABILITY, extra={"capability": needs})
-            identity.side.verdicts.violation("missing_client_capability", identity.frame(), message, action="answered")
+            identity.side.verdicts.violation(
+                "missing_client_capability", identity.side.frame(SERVER_TO_CLIENT), message, action="answered"
+            )
             with contextlib.suppress(ConnectionError, OSError):
                 raw = identity.side.answering(dict(error_reply(missing, message.id).document or {}))
                 await identity.connection.send(raw, None)
@@ -598,7 +590,7 @@ class StatefulUpstreams:
                 exchange.asked = {key: rid for key, rid in exchange.asked.items() if rid != cancelled}
                 exchange.later.pop(f"upstream-{cancelled}", None)
         else:
-            identity.side.verdicts.violation("not_bridgeable", identity.frame(), message, action="recorded")
+            identity.side.untranslated(message, str(method), SERVER_TO_CLIENT, "recorded")
 
     async def _refused(self, identity: _Identity, rejection: Rejection) -> None:
         """What the upstream side refused at its version (enforced): a reply is answered in its place
@@ -613,7 +605,7 @@ class StatefulUpstreams:
         call = identity.calls.get(message.id) if isinstance(message.id, int) else None
         if call is None:
             return
-        _, answer = identity.side.verdicts.in_place(identity.frame(), rejection)
+        _, answer = identity.side.verdicts.in_place(identity.side.frame(SERVER_TO_CLIENT), rejection)
         self._settled(identity, message.id, dict(answer.document or {}))  # type: ignore[arg-type]
 
     # -- to the client --------------------------------------------------------------------------

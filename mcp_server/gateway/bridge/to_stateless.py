@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from ...core import jsonio
-from ...core.errors import CanonicalError, Rejection
+from ...core.errors import Rejection
 from ...core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
@@ -22,7 +22,6 @@ from ...core.types import (
     REQUEST,
     RESPONSE,
     SERVER_TO_CLIENT,
-    Frame,
     Message,
     RequestId,
 )
@@ -38,14 +37,12 @@ from ...registry.versions import (
 from ...transport.connection import Connection
 from ..session import Checks
 from ..verdicts import stand_in_answer, standing_in
-from .upstream_side import UpstreamSide
+from .upstream_side import ASKS, UpstreamSide, not_bridgeable
 
 __all__ = ["StatelessUpstream"]
 
 _RESERVED = "io.modelcontextprotocol/"  # result ``_meta`` keys of the stateless era: no place before it
 MAX_ROUNDS = 8  # input rounds one request may take before the bridge gives up on it
-# The server-to-client request each input request becomes, and the capability the client declares for it.
-_ASKS = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 
 
 @cache
@@ -78,14 +75,6 @@ def _older(result: Mapping[str, Any], drop: frozenset[str]) -> dict[str, Any]:
         else:
             del kept["_meta"]
     return kept
-
-
-def _not_bridgeable(feature: str) -> Rejection:
-    return Rejection(
-        CanonicalError.NOT_BRIDGEABLE,
-        [{"path": "", "msg": "not_bridgeable", "feature": feature}],
-        extra={"feature": feature},
-    )
 
 
 @dataclass(slots=True)
@@ -215,11 +204,8 @@ class StatelessUpstream:
     def _refused(self, client_id: RequestId, method: str, feature: str) -> None:
         """What has no counterpart upstream: recorded, and the client's request answered NOT_BRIDGEABLE naming it."""
         assert self._side is not None
-        rejection = _not_bridgeable(feature)
-        frame = Frame(b"", self._side.transport, self._side.session, 0, CLIENT_TO_SERVER)
-        about = Message(REQUEST, client_id, method)
-        self._side.verdicts.violation("not_bridgeable", frame, about, rejection.errors, action="refused")
-        self._refuse(client_id, method, rejection)
+        self._side.untranslated(Message(REQUEST, client_id, method), feature, CLIENT_TO_SERVER, "refused")
+        self._refuse(client_id, method, not_bridgeable(feature))
 
     def _initialize(self, params: Mapping[str, Any]) -> None:
         """What the client declares once, sent with each of its requests (2026-07-28 per-request ``_meta``)."""
@@ -264,10 +250,7 @@ class StatelessUpstream:
             elif call is not None:
                 self._forget_round(call)
             return
-        frame = Frame(raw, self._side.transport, self._side.session, None, CLIENT_TO_SERVER)
-        feature = about.method or "notification"
-        errors = [{"path": "/method", "msg": "not_bridgeable", "feature": feature}]
-        self._side.verdicts.violation("not_bridgeable", frame, about, errors, action="dropped")
+        self._side.untranslated(about, about.method or "notification", CLIENT_TO_SERVER, "dropped", raw)
 
     async def _cancel(self, call: _Call, about: Message) -> None:
         assert self._side is not None
@@ -293,7 +276,7 @@ class StatelessUpstream:
         client_methods = self._registry.protocol(self._client_version).request_methods
         for asked in requests.values():
             method = asked.get("method") if isinstance(asked, Mapping) else None
-            if method not in client_methods or _ASKS.get(method) not in self._capabilities:
+            if method not in client_methods or ASKS.get(method) not in self._capabilities:
                 return self._refused(call.client_id, call.method, str(method))
         state = result.get("requestState")
         call.state, call.answers, call.waiting = state if isinstance(state, str) else None, {}, set(requests)
@@ -358,9 +341,7 @@ class StatelessUpstream:
         if message.method in self._registry.protocol(self._client_version).notification_methods:
             self._out.put_nowait(raw)
             return
-        frame = Frame(raw, self._side.transport, self._side.session, None, SERVER_TO_CLIENT)
-        errors = [{"path": "/method", "msg": "not_bridgeable", "feature": message.method}]
-        self._side.verdicts.violation("not_bridgeable", frame, message, errors, action="dropped")
+        self._side.untranslated(message, str(message.method), SERVER_TO_CLIENT, "dropped", raw)
 
     async def _replied(self, call: _Call, document: Mapping[str, Any]) -> None:
         result = document.get("result")

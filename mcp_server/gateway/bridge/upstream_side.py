@@ -10,7 +10,7 @@ from typing import Any
 
 from ...chain.compose import build_chain
 from ...core import jsonio
-from ...core.errors import Rejection
+from ...core.errors import CanonicalError, Rejection
 from ...core.session import Session
 from ...core.types import (
     CLIENT_TO_SERVER,
@@ -18,6 +18,7 @@ from ...core.types import (
     REQUEST,
     RESPONSE,
     SERVER_TO_CLIENT,
+    Direction,
     Frame,
     Message,
 )
@@ -26,9 +27,21 @@ from ...registry.versions import stated_version
 from ..session import Checks
 from ..verdicts import Action, Verdicts
 
-__all__ = ["UpstreamSide"]
+__all__ = ["ASKS", "UpstreamSide", "not_bridgeable"]
 
 _LET_THROUGH = (Action.OBSERVED, Action.PASSED, Action.LATE)
+# What a server asks its client (a server-to-client request before 2026-07-28, an input request of an
+# InputRequiredResult since), and the client capability each needs: what a bridge carries across.
+ASKS = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+
+
+def not_bridgeable(feature: str) -> Rejection:
+    """The refusal of what one era has and the other cannot carry, naming it (``data.feature``)."""
+    return Rejection(
+        CanonicalError.NOT_BRIDGEABLE,
+        [{"path": "", "msg": "not_bridgeable", "feature": feature}],
+        extra={"feature": feature},
+    )
 
 
 class UpstreamSide:
@@ -81,6 +94,15 @@ class UpstreamSide:
             stated = message.version if self.session.version is None else None
             self.session.expect(SERVER_TO_CLIENT, message.id, message.method, None, stated)
         return message
+
+    def frame(self, direction: Direction, raw: bytes = b"") -> Frame:
+        """A frame of this side, for the report (what the bridge did with one it made or heard)."""
+        return Frame(raw, self.transport, self.session, len(raw), direction)
+
+    def untranslated(self, message: Message, feature: str, direction: Direction, action: str, raw: bytes = b"") -> None:
+        """What one era cannot carry, recorded as a ``not_bridgeable`` violation naming it."""
+        errors = not_bridgeable(feature).errors
+        self.verdicts.violation("not_bridgeable", self.frame(direction, raw), message, errors, action=action)
 
     def answering(self, document: Mapping[str, Any]) -> bytes:
         """A reply the bridge makes to a request of the upstream's (the client's answer, translated):
