@@ -262,14 +262,16 @@ class StreamableHttp:
         announced = headers.get("mcp-protocol-version")
         if not isinstance(answer, Stream):
             return await self._answer(send, answer, accepts, extra, announced)
-        gone = asyncio.ensure_future(_disconnected(receive))
+        # The client's disconnect is watched only where the application acts on it (``dropped``).
+        gone = None if answer.dropped is None else asyncio.ensure_future(_disconnected(receive))
         try:
             await self._stream(send, answer, gone, accepts, extra, announced)
         except _ClientGone:
-            if answer.dropped is not None:
-                await answer.dropped(answer)
+            assert answer.dropped is not None
+            await answer.dropped(answer)
         finally:
-            gone.cancel()
+            if gone is not None:
+                gone.cancel()
             answer.closed = True
 
     async def _answer(
@@ -289,7 +291,7 @@ class StreamableHttp:
         self,
         send: Send,
         stream: Stream,
-        gone: asyncio.Task[None],
+        gone: asyncio.Task[None] | None,
         accepts: PostAccepts,
         extra: tuple[tuple[bytes, bytes], ...],
         announced: str | None,
@@ -367,8 +369,11 @@ class _ClientGone(Exception):
     """The client closed the response before its end."""
 
 
-async def _next(stream: Stream, gone: asyncio.Task[None]) -> tuple[Reply, bool] | None:
-    """The stream's next item, or ``_ClientGone`` once ``gone`` (the client's disconnect) came first."""
+async def _next(stream: Stream, gone: asyncio.Task[None] | None) -> tuple[Reply, bool] | None:
+    """The stream's next item, or ``_ClientGone`` once ``gone`` (the client's disconnect) came first.
+    An item already there, or no disconnect watched: no task and no wait for two."""
+    if gone is None or not stream.queue.empty():
+        return await stream.queue.get()
     getting = asyncio.ensure_future(stream.queue.get())
     await asyncio.wait({getting, gone}, return_when=asyncio.FIRST_COMPLETED)
     if not getting.done():
