@@ -96,8 +96,9 @@ class ClientSide(Protocol):
     async def passed(self, reply: Reply, message: Message | None) -> None:
         """A frame of the upstream's, or an answer standing in for its reply (``message``: what it is)."""
 
-    def cancelled(self, request_id: RequestId) -> None:
-        """The client cancelled its request ``request_id``: no reply will come for it."""
+    def cancelled(self, request_id: RequestId) -> bool:
+        """The client cancels its request ``request_id``: no reply will come for it. ``False``: the
+        request is not this client's to cancel (the cancellation goes no further)."""
 
     def asker(self, message: Message) -> PeerChannel:
         """How to ask the client about its call ``message`` (an approval by elicitation)."""
@@ -219,6 +220,11 @@ class GatewaySession:
         return await self._client_refused(frame, verdict, began)
 
     async def _client_frame(self, frame: Frame, message: Message, began: float) -> Handled:
+        cancel = message.kind is NOTIFICATION and message.method == "notifications/cancelled"
+        if cancel and not self._cancelled(message):
+            if self.events is not None:  # not the client's request to cancel: it goes no further
+                self.events.frame(frame, message, None, began)
+            return _NOTHING
         self.verdicts.learn(frame, message, self.tools)
         self.checks.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
         handled, span = _NOTHING, None
@@ -228,11 +234,7 @@ class GatewaySession:
             handled = await self._relay_request(frame, message)
             if span is not None:
                 self._started(span, message, handled)
-        elif message.kind is NOTIFICATION:
-            if message.method == "notifications/cancelled":
-                self._cancelled(message)
-            await self._to_upstream(frame.raw, message)
-        elif not self._answers_gateway(message):  # a reply to one of the upstream's requests
+        elif message.kind is NOTIFICATION or not self._answers_gateway(message):  # (or a reply to the upstream)
             await self._to_upstream(frame.raw, message)
         if self.events is not None:
             self.events.frame(frame, message, handled.reply, began, "relay", span)
@@ -358,14 +360,17 @@ class GatewaySession:
         version = stated_version(params) or self.session.version
         await self._to_upstream(raw, Message(REQUEST, document["id"], document["method"], params, version))
 
-    def _cancelled(self, message: Message) -> None:
+    def _cancelled(self, message: Message) -> bool:
+        """A client's cancellation: whether it goes upstream (a client cancels only its own requests)."""
         request_id = (message.params or {}).get("requestId")
         if isinstance(request_id, str | int):
+            if not self.client.cancelled(request_id):
+                return False
             self.deadlines.stop(request_id)
             self.approved.pop(request_id, None)
-            self.client.cancelled(request_id)
             if self.spans:
                 self._answered(request_id, "cancelled", error=True)
+        return True
 
     def _answers_gateway(self, message: Message) -> bool:
         """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
