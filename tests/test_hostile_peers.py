@@ -7,15 +7,26 @@ real clients (httpx, the official `mcp` SDK), a real upstream written with the S
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
+import socket
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from .conftest import ROOT
-from .gateway.test_gateway_http import HEADERS, VERSION, body_of, http_gateway, rpc
+from mcp_server.core.errors import CanonicalError
+
+from .conftest import ROOT, server_env
+from .gateway.test_gateway import children_of, gateway_command
+from .gateway.test_gateway_http import HEADERS, VERSION, http_gateway, initialize, rpc
 
 WAIT = 30.0
 PEER_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "peer_server.py")]
@@ -37,7 +48,13 @@ def _call(request_id: int | str, tool: str, tag: str, *, progress: Any = None) -
 
 def _headers(tool: str, *, sse: bool) -> dict[str, str]:
     accept = "application/json, text/event-stream" if sse else "application/json"
-    return {**HEADERS, "Accept": accept, "MCP-Protocol-Version": STATELESS, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    return {
+        **HEADERS,
+        "Accept": accept,
+        "MCP-Protocol-Version": STATELESS,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
 
 
 def _events(text: str) -> list[dict[str, Any]]:
@@ -61,7 +78,9 @@ async def _stateless_pair(url: str) -> tuple[list[dict[str, Any]], list[dict[str
         a_call = asyncio.ensure_future(post(a, _call(1, "gate", "A", progress="p"), "gate", sse=False))
         await post(b, _call(90, "arrived", "A"), "arrived", sse=False)  # A's call runs upstream
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
-        cancelled = await b.post(url, json=cancel, headers={**_headers("gate", sse=False), "Mcp-Method": cancel["method"]})
+        cancelled = await b.post(
+            url, json=cancel, headers={**_headers("gate", sse=False), "Mcp-Method": cancel["method"]}
+        )
         b_call = asyncio.ensure_future(post(b, _call(2, "gate", "B", progress="p"), "gate", sse=True))
         await post(b, _call(91, "arrived", "B"), "arrived", sse=False)
         await post(b, _call(92, "release", "A"), "release", sse=False)
@@ -84,7 +103,9 @@ async def _stateful_pair(url: str) -> tuple[list[dict[str, Any]], list[dict[str,
             return headers
 
         def call(request_id: int, tool: str, tag: str) -> dict[str, Any]:
-            return rpc(request_id, "tools/call", {"name": tool, "arguments": {"tag": tag}, "_meta": {"progressToken": "p"}})
+            return rpc(
+                request_id, "tools/call", {"name": tool, "arguments": {"tag": tag}, "_meta": {"progressToken": "p"}}
+            )
 
         a, b = await opened(), await opened()
         a_call = asyncio.ensure_future(client.post(url, json=call(1, "gate", "SA"), headers=a))
@@ -131,3 +152,149 @@ def test_a_client_cancels_only_its_own_requests_and_sees_only_their_notification
             assert event["params"]["progressToken"] == "p"  # B's own token back, whatever went upstream
     assert "result SA" in _texts(sa_seen) and "SA log" in _texts(sa_seen)
     assert "result SB" in _texts(sb_seen) and not any(text.startswith("SA") for text in _texts(sb_seen))
+
+
+# -- Row 5: bounded memory wherever a peer stops reading or sends too much ---------------------------
+
+
+def _status(pid: int, field: str) -> int:
+    """A ``/proc/PID/status`` figure in KiB (VmRSS, VmHWM)."""
+    line = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith(field))
+    return int(line.split()[1])
+
+
+def _raw_get(url: str, session_id: str) -> socket.socket:
+    """A GET stream opened on a raw socket whose response is never read."""
+    parts = urlsplit(url)
+    conn = socket.create_connection((parts.hostname, parts.port), timeout=WAIT)
+    head = (
+        f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAccept: text/event-stream\r\n"
+        f"Mcp-Session-Id: {session_id}\r\nMCP-Protocol-Version: {VERSION}\r\n\r\n"
+    )
+    conn.sendall(head.encode())
+    return conn
+
+
+def test_an_unread_get_stream_with_a_chatty_upstream_is_closed_at_its_bound(tmp_path: Path) -> None:
+    """Issue 30 row 5: a client that opens its GET stream and never reads it while the upstream talks
+    costs a bounded amount: past it the stream is closed (the session may open another), the gateway's
+    memory stays bounded (968 MB after 70 s before)."""
+    with contextlib.ExitStack() as stack:
+        gateway = stack.enter_context(http_gateway(tmp_path, upstream=PEER_UPSTREAM))
+        client = stack.enter_context(httpx.Client(timeout=WAIT))
+        session_id = initialize(client, gateway.url)
+        headers = {
+            **HEADERS,
+            "Mcp-Session-Id": session_id,
+            "MCP-Protocol-Version": VERSION,
+            "Accept": "application/json",
+        }
+        stack.enter_context(_raw_get(gateway.url, session_id))  # never read
+        chatter = threading.Thread(
+            target=lambda: _quietly(
+                client.post, gateway.url, json=_call_legacy("chatter", size=60_000), headers=headers
+            ),
+            daemon=True,
+        )
+        chatter.start()
+        deadline = time.monotonic() + WAIT
+        stream_headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session_id}
+        while True:  # the session's one GET stream is taken until the gateway closes the unread one
+            with httpx.Client(timeout=WAIT) as other, other.stream("GET", gateway.url, headers=stream_headers) as again:
+                if again.status_code == 200:
+                    break
+                assert again.status_code == CanonicalError.STREAM_ALREADY_OPEN.http_status
+            assert _status(gateway.process.pid, "VmRSS") < 400 * 1024, "the gateway held what the client did not read"
+            assert time.monotonic() < deadline, "the unread stream was never closed"
+            time.sleep(0.1)
+        peak_kib = _status(gateway.process.pid, "VmHWM")
+    assert peak_kib < 400 * 1024
+
+
+def _call_legacy(tool: str, **arguments: Any) -> dict[str, Any]:
+    return rpc(5, "tools/call", {"name": tool, "arguments": arguments})
+
+
+def _quietly(post: Any, *args: Any, **kwargs: Any) -> None:
+    """A request whose answer never comes (it ends with the gateway): its failure is no concern."""
+    with contextlib.suppress(httpx.HTTPError):
+        post(*args, **kwargs)
+
+
+def test_a_bridged_client_that_stops_reading_makes_the_bridge_stop_reading_its_upstream(tmp_path: Path) -> None:
+    """Issue 30 row 5: ``--bridge`` with a client that stopped reading (1.16 GB before: the bridge's
+    output queue had no bound): the bridge holds a bounded amount, then reads its upstream no further
+    (the upstream waits to write), and the gateway's memory stays bounded."""
+    process = subprocess.Popen(
+        gateway_command("--bridge", "2025-11-25", upstream=PEER_UPSTREAM),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # never read
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+    )
+    assert process.stdin is not None
+    try:
+        call = rpc(1, "tools/call", {"name": "chatter", "arguments": {"size": 60_000}, "_meta": _meta()})
+        process.stdin.write(json.dumps(call).encode() + b"\n")
+        process.stdin.flush()
+        deadline, blocked = time.monotonic() + WAIT, 0
+        while blocked < 20:  # the upstream waits to write for a second on end: the bridge reads no more
+            blocked = blocked + 1 if _upstream_blocked_writing(process.pid) else 0
+            assert _status(process.pid, "VmRSS") < 400 * 1024, "the bridge held what its client did not read"
+            assert time.monotonic() < deadline, "the upstream's output was never pushed back"
+            time.sleep(0.05)
+        assert _status(process.pid, "VmHWM") < 400 * 1024
+    finally:
+        children = children_of(process.pid)
+        process.kill()
+        process.wait(WAIT)
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child), signal.SIGKILL)
+        for pipe in (process.stdin, process.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()  # type: ignore[union-attr]
+
+
+def _upstream_blocked_writing(gateway: int) -> bool:
+    """Whether a thread of an upstream of the gateway waits to write to a pipe (its stdout: the
+    gateway reads it no more)."""
+    for child in children_of(gateway, upstreams_only=True):
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{child}/task").iterdir():
+                if "pipe_write" in (task / "wchan").read_text():
+                    return True
+    return False
+
+
+def test_check_counts_an_over_long_line_as_a_finding_without_reading_it_whole(tmp_path: Path) -> None:
+    """Issue 30 row 5: ``check`` reads a capture line by line with the frame limit: a 256 MiB line is
+    a ``payload_too_large`` finding at its line and the next frame is still checked, in flat memory
+    (one 1 GiB line took 3.1 GB before)."""
+    capture = tmp_path / "capture.ndjson"
+    with capture.open("wb") as handle:
+        handle.truncate(256 << 20)  # a line of NUL bytes, sparse on disk
+        handle.seek(256 << 20)
+        handle.write(b"\n" + json.dumps(rpc(1, "ping")).encode() + b"\n")
+    measure = (
+        "import resource, subprocess, sys; "
+        "done = subprocess.run([sys.executable, '-m', 'mcp_server', 'check', sys.argv[1], '--format', 'json'],"
+        " capture_output=True); "
+        "sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + '\\n' + str(done.returncode)"
+        " + '\\n' + done.stdout.decode())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", measure, str(capture)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=server_env(tmp_path),
+    )
+    peak_kib, status, document = done.stdout.split("\n", 2)
+    report = json.loads(document)
+    assert int(status) == 1
+    assert report["violations"][CanonicalError.PAYLOAD_TOO_LARGE.slug] == 1
+    [example] = report["examples"][CanonicalError.PAYLOAD_TOO_LARGE.slug]
+    assert example["line"] == 1
+    assert report["frames"]["client_to_server"]["ping"] == 1
+    assert int(peak_kib) < 160 * 1024  # the line is 256 MiB

@@ -36,7 +36,7 @@ from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..registry.versions import SUBSCRIPTION_ID_META
 from ..transport.connection import Connection
 from ..transport.http import PostAccepts, Send, accepts_event_stream, refuse, serve_http, text_route
-from ..transport.streamable import HttpOptions, Route, Stream, StreamableHttp
+from ..transport.streamable import MAX_HELD_STREAM_BYTES, HttpOptions, Route, Stream, StreamableHttp
 from .reports import final_report, publish
 from .session import Checks, GatewaySession
 
@@ -44,8 +44,8 @@ __all__ = ["GatewayConversations", "run_gateway_http"]
 
 log = logging.getLogger("mcp_server.gateway")
 
-# Server messages waiting for a GET stream that is not open yet. Progress and logging are never
-# dropped while the session lives; past this many, the oldest go (and the drop is logged).
+# Server messages waiting for a GET stream that is not open yet: past this many, or past the bytes a
+# stream holds for its client, the oldest go (and the drop is logged).
 _BACKLOG = 10_000
 _renames = itertools.count(1)
 
@@ -89,6 +89,7 @@ class HttpSession:
         self._dropping: set[RequestId] = set()  # stateless: requests whose client closed their POST
         self.get_stream: Stream | None = None
         self.backlog: deque[Reply] = deque()
+        self._backlog_bytes = 0
         self.ending: str | None = None
         self._closed = False  # the session is over (its upstream ended, or it was closed)
         self._stopped = False  # ``close`` ran
@@ -292,10 +293,14 @@ class HttpSession:
         if stream is not None:
             stream.put(reply)
             return
-        if len(self.backlog) >= _BACKLOG:
-            self.backlog.popleft()
-            log.warning("gateway: session backlog full; the oldest server message was dropped")
         self.backlog.append(reply)
+        self._backlog_bytes += len(reply.to_bytes())
+        dropped = 0
+        while len(self.backlog) > _BACKLOG or (self._backlog_bytes > MAX_HELD_STREAM_BYTES and len(self.backlog) > 1):
+            self._backlog_bytes -= len(self.backlog.popleft().to_bytes())
+            dropped += 1
+        if dropped:
+            log.warning("gateway: session backlog full; the oldest server message was dropped")
 
     def _to_subscription(self, reply: Reply, message: Message, meta: dict[str, Any]) -> None:
         """A notification of a ``subscriptions/listen`` stream goes on that listen request's stream
@@ -316,6 +321,7 @@ class HttpSession:
         stream = self.get_stream = Stream(sse=True)
         while self.backlog:
             stream.put(self.backlog.popleft())
+        self._backlog_bytes = 0
         return stream
 
     # -- the end --------------------------------------------------------------------------------

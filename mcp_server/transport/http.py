@@ -21,6 +21,7 @@ from .coalescing import CoalescingTransport
 from .signals import stop_on_signals
 
 __all__ = [
+    "ABORT_EXTENSION",
     "PostAccepts",
     "Receive",
     "Refused",
@@ -46,6 +47,10 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+ABORT_EXTENSION = "mcp_server.abort"
+"""The ASGI scope extension ``serve_http`` adds: a callable that cuts the request's connection at once
+(a response whose client stopped reading is ended without waiting for it to read)."""
 
 
 def _host_name(value: str) -> str:
@@ -227,6 +232,12 @@ def _http_protocol() -> type[asyncio.Protocol]:
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             # The stand-in has the transport's interface by delegation, not by type.
             super().connection_made(CoalescingTransport(transport))  # type: ignore[arg-type]
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            extensions: dict[str, Any] = dict(self.scope.get("extensions") or {})
+            extensions[ABORT_EXTENSION] = self.transport.abort
+            self.scope["extensions"] = extensions  # ASGI lets a server add extensions of its own
 
     return CoalescingHttpToolsProtocol
 

@@ -2,15 +2,14 @@
 
 `gate(tag)` runs until `release(tag)` comes (from any client of the same upstream), then logs and
 reports progress and answers `tag`; `arrived(tag)` answers once `gate(tag)` runs, so a test waits on
-that event, never on time. `chatter(size)` starts sending log messages of `size` bytes outside any
-request, without end: a chatty upstream for a client that stopped reading.
+that event, never on time. `chatter(size)` sends log messages of `size` bytes without end: a
+chatty upstream for a client that stopped reading.
 """
 
 from __future__ import annotations
 
 import asyncio
 import warnings
-from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
@@ -20,7 +19,6 @@ warnings.simplefilter("ignore", MCPDeprecationWarning)  # logging: deprecated at
 server = MCPServer("peer-upstream")
 _running: dict[str, asyncio.Event] = {}
 _released: dict[str, asyncio.Event] = {}
-_background: set[asyncio.Task[None]] = set()
 
 
 def _event(table: dict[str, asyncio.Event], tag: str) -> asyncio.Event:
@@ -53,17 +51,10 @@ async def release(tag: str) -> str:
 
 @server.tool()
 async def chatter(size: int, ctx: Context) -> str:
-    """Send log messages of `size` bytes outside any request, without end."""
-    session: Any = ctx.request_context.session
+    """Send log messages of `size` bytes while it runs, without end."""
     text = "x" * size
-
-    async def talk() -> None:
-        while True:
-            await session.send_log_message(level="info", data=text, logger="chatter")
-
-    task = asyncio.ensure_future(talk())
-    _background.add(task)
-    return "chattering"
+    while True:
+        await ctx.info(text)
 
 
 if __name__ == "__main__":
