@@ -298,3 +298,64 @@ def test_check_counts_an_over_long_line_as_a_finding_without_reading_it_whole(tm
     assert example["line"] == 1
     assert report["frames"]["client_to_server"]["ping"] == 1
     assert int(peak_kib) < 160 * 1024  # the line is 256 MiB
+
+
+# -- Row 6: sessions that cannot lock others out ------------------------------------------------------
+
+
+def _until_closed(conn: socket.socket, deadline: float) -> bool:
+    """Read ``conn`` until the server closes it (``True``) or ``deadline`` passes (``False``)."""
+    while time.monotonic() < deadline:
+        conn.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            if not conn.recv(65536):
+                return True
+        except TimeoutError:
+            return False
+        except ConnectionResetError:
+            return True
+    return False
+
+
+def _descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _slow_request(url: str, *, head_only: bool) -> socket.socket:
+    """A request that never arrives whole: half a head, or a head whose body stops after one byte."""
+    parts = urlsplit(url)
+    conn = socket.create_connection((parts.hostname, parts.port), timeout=WAIT)
+    head = f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+    if not head_only:
+        head += "Content-Type: application/json\r\nAccept: application/json\r\nContent-Length: 1000\r\n\r\n{"
+    conn.sendall(head.encode())
+    return conn
+
+
+def test_a_session_holding_only_a_get_stream_is_reaped_and_slow_requests_hold_nothing(tmp_path: Path) -> None:
+    """Issue 30 row 6: idle means no exchange: a session that only holds its GET stream is reaped
+    after the idle timeout (its stream ends); a full gateway answers 503 with ``Retry-After``; requests
+    whose head or body never arrive are cut after the read timeout (no descriptor held: 1,000 slow
+    bodies held 1,008 after 60 s before)."""
+    options = ("--max-sessions", "1", "--idle-timeout", "3")
+    env = {"MCP_HTTP_READ_TIMEOUT": "1"}
+    with (
+        contextlib.ExitStack() as stack,
+        http_gateway(tmp_path, *options, upstream=PEER_UPSTREAM, env=env) as gateway,
+        httpx.Client(timeout=WAIT) as client,
+    ):
+        held = stack.enter_context(_raw_get(gateway.url, initialize(client, gateway.url)))
+        params = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+        full = client.post(gateway.url, json=rpc(0, "initialize", params), headers=HEADERS)
+        assert full.status_code == CanonicalError.TOO_MANY_SESSIONS.http_status
+        assert full.json()["error"]["code"] == CanonicalError.TOO_MANY_SESSIONS.mcp_code
+        assert 1 <= int(full.headers["retry-after"]) <= 3
+        assert _until_closed(held, time.monotonic() + WAIT), "a session holding only its GET stream was never reaped"
+        assert initialize(client, gateway.url)  # the reaped session's place is free
+        before = _descriptors(gateway.process.pid)
+        slow = [stack.enter_context(_slow_request(gateway.url, head_only=index % 5 == 0)) for index in range(40)]
+        deadline = time.monotonic() + WAIT
+        assert all(_until_closed(conn, deadline) for conn in slow), "a slow request kept its connection"
+        while _descriptors(gateway.process.pid) > before:
+            assert time.monotonic() < deadline, "the gateway still holds the slow requests' descriptors"
+            time.sleep(0.05)

@@ -110,7 +110,7 @@ class HttpSession:
 
     @property
     def busy(self) -> bool:
-        return bool(self.waiting) or (self.get_stream is not None and not self.get_stream.closed)
+        return bool(self.waiting)  # a GET stream held open is no exchange: it does not keep the session
 
     @property
     def closed(self) -> bool:
@@ -479,7 +479,13 @@ async def run_gateway_http(
     usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
     try:
         await serve_http(
-            app, listener, on_ready=on_ready, signals=[usr1], on_signal=final_report(report, runs_dir), on_stop=stop
+            app,
+            listener,
+            on_ready=on_ready,
+            signals=[usr1],
+            on_signal=final_report(report, runs_dir),
+            on_stop=stop,
+            read_seconds=options.read_seconds,
         )
     finally:
         reaper.cancel()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -70,7 +71,8 @@ class HttpOptions:
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] = ()
     max_sessions: int = 1000
-    idle_seconds: float = 3600.0
+    idle_seconds: float = 3600.0  # a session with no exchange (no request waiting) this long is ended
+    read_seconds: float = 30.0  # a request's head and body must arrive within this (``serve_http``)
     # The versions a session's requests may name in ``MCP-Protocol-Version`` (the session's own governs
     # the frame): the spec asks a client to send the negotiated one (SHOULD) and a server to refuse
     # only an invalid or unsupported one (400), as a gateway's upstream does. Another version is
@@ -151,7 +153,7 @@ class Conversation(Protocol):
 
     @property
     def busy(self) -> bool:
-        """A request waits for its answer, or a GET stream is open: not idle."""
+        """A request waits for its answer: not idle (a GET stream held open is no exchange)."""
 
     @property
     def closed(self) -> bool: ...
@@ -267,7 +269,8 @@ class StreamableHttp:
         return self.sessions.pop(session_id, None)
 
     def reap(self) -> None:
-        """Close the sessions idle past the timeout (no request waiting, no GET stream open)."""
+        """Close the sessions idle past the timeout: no request waiting (an open GET stream alone does
+        not keep a session: it ends with it), none made since."""
         now, idle = time.monotonic(), self.options.idle_seconds
         for session_id, conversation in list(self.sessions.items()):
             seen = self._last_seen.get(session_id, now)
@@ -336,10 +339,23 @@ class StreamableHttp:
         extra: tuple[tuple[bytes, bytes], ...],
         announced: str | None,
     ) -> None:
-        """The response to a POST answered at once: the reply, or 202."""
+        """The response to a POST answered at once: the reply, or 202. A full server says when a
+        session may be free (``Retry-After``, RFC 9110 §10.2.3)."""
         if answer is None:
             return await respond(send, 202, b"", None, extra)
+        if answer.error is CanonicalError.TOO_MANY_SESSIONS:
+            extra = (*extra, (b"retry-after", str(self._retry_after()).encode()))
         await send_reply(send, answer, accepts, extra, announced=announced)
+
+    def _retry_after(self) -> int:
+        """Whole seconds until the session seen longest ago, waiting for nothing, would idle out."""
+        now, idle = time.monotonic(), self.options.idle_seconds
+        due = [
+            seen + idle - now
+            for session_id, seen in self._last_seen.items()
+            if (conversation := self.sessions.get(session_id)) is not None and not conversation.busy
+        ]
+        return max(1, math.ceil(min(due, default=idle)))
 
     async def _stream(
         self,
