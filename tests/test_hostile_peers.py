@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from mcp_server.core.errors import CanonicalError
 
@@ -359,3 +360,160 @@ def test_a_session_holding_only_a_get_stream_is_reaped_and_slow_requests_hold_no
         while _descriptors(gateway.process.pid) > before:
             assert time.monotonic() < deadline, "the gateway still holds the slow requests' descriptors"
             time.sleep(0.05)
+
+
+# -- Row 12: SIGTERM ends any process within 5 s, its log completed ----------------------------------
+
+STOP_SECONDS = 5.0
+
+
+def _flood(pipe: Any, frame: bytes) -> threading.Thread:
+    """Write ``frame`` to ``pipe`` without end, from a thread (it blocks once the reader stops)."""
+
+    def write() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while True:
+                pipe.write(frame)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def _until(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _stopped_within(process: subprocess.Popen[bytes], runs: Path | None) -> float:
+    """SIGTERM, then the seconds until the process exited; its event log (under ``runs``) complete."""
+    began = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(WAIT)
+        raise AssertionError(f"still running {STOP_SECONDS} s after SIGTERM") from None
+    took = time.monotonic() - began
+    if runs is not None:
+        logs = list(runs.rglob("*.jsonl*"))
+        assert logs and not [path for path in logs if path.name.endswith(".partial")], logs
+    return took
+
+
+def _gateway_stdio_unread(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path | None]:
+    runs = tmp_path / "runs"
+    process = subprocess.Popen(
+        gateway_command(upstream=PEER_UPSTREAM),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # never read
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(runs)),
+    )
+    assert process.stdin is not None
+    _until_ready(tmp_path)
+    _flood(process.stdin, json.dumps(_call(1, "release", "x" * 4000)).encode() + b"\n")  # answers never read
+    _until(lambda: _blocked_writing(process.pid), "the gateway never stopped reading its client")
+    return process, runs
+
+
+def _serve_stdio_unread(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path | None]:
+    runs = tmp_path / "runs"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # never read
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(runs)),
+    )
+    assert process.stdin is not None
+    _until_ready(tmp_path)
+    _flood(process.stdin, json.dumps(rpc(1, "ping")).encode() + b"\n")
+    _until(lambda: _blocked_writing(process.pid), "the server never waited for its client to read")
+    return process, runs
+
+
+def _until_ready(tmp_path: Path) -> None:
+    ready = tmp_path / "mcp.ready"  # server_env's MCP_READY_FILE
+    _until(lambda: ready.exists() and ready.read_text().endswith("\n"), "never ready")
+
+
+def _blocked_writing(pid: int) -> bool:
+    """Whether the process's stdin pipe is full: it reads no more (its client does not read it)."""
+    writer = os.open(f"/proc/{pid}/fd/0", os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.write(writer, b"\n")
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(writer)
+    return False
+
+
+def _http_slow_body(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path | None]:
+    runs = tmp_path / "runs"
+    ready = tmp_path / "http.ready"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "gateway", "--listen", "http://127.0.0.1:0/mcp", "--", *PEER_UPSTREAM],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(runs), MCP_READY_FILE=str(ready)),
+    )
+    _until(lambda: ready.exists() and ready.read_text().endswith("\n"), "the gateway never became ready")
+    url = ready.read_text().split()[-1]
+    before = _descriptors(process.pid)
+    _SLOW.append(_slow_request(url, head_only=False))  # a body that never comes, held at SIGTERM
+    _until(lambda: _descriptors(process.pid) > before, "the slow request never reached the gateway")
+    return process, runs
+
+
+def _check_dev_zero(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path | None]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_server", "check", "/dev/zero"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path),
+    )
+    _until(lambda: _read_bytes(process.pid) > 64 << 20, "check never read its capture")
+    return process, None
+
+
+def _read_bytes(pid: int) -> int:
+    io = Path(f"/proc/{pid}/io").read_text()
+    return int(next(line.split()[1] for line in io.splitlines() if line.startswith("rchar")))
+
+
+_SLOW: list[socket.socket] = []
+_STUCK = {
+    "gateway-stdio-unread-stdout": _gateway_stdio_unread,
+    "serve-stdio-unread-stdout": _serve_stdio_unread,
+    "gateway-http-slow-body": _http_slow_body,
+    "check-dev-zero": _check_dev_zero,
+}
+
+
+@pytest.mark.parametrize("case", list(_STUCK))
+def test_sigterm_ends_the_process_within_5_s_whatever_its_peer_does(tmp_path: Path, case: str) -> None:
+    """Issue 30 row 12: SIGTERM ends serve, the gateway on each front and check within 5 s, whatever
+    their peers do (a STDIO client holding stdout unread kept the gateway 40 s and more before), and
+    the run's event log is completed, not left ``.partial``."""
+    process, runs = _STUCK[case](tmp_path)
+    children = children_of(process.pid)
+    try:
+        assert _stopped_within(process, runs) < STOP_SECONDS
+    finally:
+        for conn in _SLOW:
+            conn.close()
+        _SLOW.clear()
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child), signal.SIGKILL)
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()

@@ -51,6 +51,8 @@ log = logging.getLogger("mcp_server.transport")
 
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
+_GRACEFUL_SECONDS = 2
+
 ABORT_EXTENSION = "mcp_server.abort"
 """The ASGI scope extension ``serve_http`` adds: a callable that cuts the request's connection at once
 (a response whose client stopped reading is ended without waiting for it to read)."""
@@ -291,7 +293,9 @@ async def serve_http(
         lifespan="off",
         http=_http_protocol(read_seconds),
         loop="asyncio",
-        timeout_graceful_shutdown=30,
+        # Requests in flight get this long after a stop (theirs ended first by ``on_stop``), then are
+        # cancelled: SIGTERM ends the server within 5 s whatever its clients do (issue 30).
+        timeout_graceful_shutdown=_GRACEFUL_SECONDS,
     )
 
     class Server(uvicorn.Server):
