@@ -22,12 +22,17 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import redis
 
 from mcp_server.core.errors import CanonicalError
 
 from .conftest import ROOT, server_env
-from .gateway.test_gateway import children_of, gateway_command
-from .gateway.test_gateway_http import HEADERS, VERSION, http_gateway, initialize, rpc
+from .distro import find_program
+from .gateway.conformance import free_port
+from .gateway.test_gateway import children_of, gateway_command, report_of
+from .gateway.test_gateway_http import HEADERS, VERSION, body_of, http_gateway, initialize, rpc
+from .gateway.test_gateway_policy import APPROVAL_POLICY
+from .gateway.test_replicas import KEY, REPLICAS, STATELESS_HEADERS, _stateless_call, balanced
 
 WAIT = 30.0
 PEER_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "peer_server.py")]
@@ -517,3 +522,67 @@ def test_sigterm_ends_the_process_within_5_s_whatever_its_peer_does(tmp_path: Pa
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
+
+
+# -- Row 10: one approval runs once, across replicas --------------------------------------------------
+
+
+@contextlib.contextmanager
+def _redis(tmp_path: Path) -> Any:
+    """``redis-server`` from the distribution on a loopback port of its own, nothing persisted; its URL."""
+    executable, why = find_program("redis-server", "redis-server")
+    if executable is None:
+        pytest.skip(f"Redis is needed for single use across replicas: {why}")
+    port = free_port()
+    process = subprocess.Popen(
+        [executable, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+
+        def answers() -> bool:
+            assert process.poll() is None, "redis-server exited"
+            try:
+                return bool(redis.Redis.from_url(url, socket_timeout=1).ping())
+            except redis.RedisError:
+                return False
+
+        _until(answers, "redis-server never answered")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(WAIT)
+
+
+def test_one_approval_is_carried_out_once_whichever_replicas_its_retries_reach(tmp_path: Path) -> None:
+    """Issue 30 row 10: one approval behind three replicas (HAProxy in front, as issue 21 deploys
+    them) sharing Redis: the approved retry sent to every replica at once is carried out by one of
+    them; the others refuse it as used (before, each replica carried it out once)."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text(APPROVAL_POLICY)
+    with (
+        _redis(tmp_path) as url,
+        balanced(tmp_path, "--policy", str(policy), MCP_APPROVAL_KEY=KEY, MCP_REDIS_URL=url) as pool,
+        httpx.Client(timeout=WAIT) as raw,
+    ):
+        asked = body_of(raw.post(pool.url, json=_stateless_call({"text": "once"}), headers=STATELESS_HEADERS))
+        [key] = asked["result"]["inputRequests"]
+        yes = {"inputResponses": {key: {"action": "accept", "content": {"approve": True}}}}
+        retry = _stateless_call({"text": "once"}, {"requestState": asked["result"]["requestState"], **yes})
+
+        async def everywhere() -> list[dict[str, Any]]:
+            async with httpx.AsyncClient(timeout=WAIT) as client:
+                posts = [client.post(r.url, json=retry, headers=STATELESS_HEADERS) for r in pool.replicas]
+                return [body_of(answer) for answer in await asyncio.gather(*posts)]
+
+        answers = asyncio.run(everywhere())
+    carried = [answer for answer in answers if "result" in answer]
+    refused = [answer["error"]["code"] for answer in answers if "error" in answer]
+    assert [answer["result"]["content"][0]["text"] for answer in carried] == ["once"]
+    assert refused == [CanonicalError.APPROVAL_NOT_FOUND.mcp_code] * (REPLICAS - 1)
+    executed = [report_of(d)["frames"]["server_to_client"].get("tools/call", 0) for d in pool.dirs]
+    assert sum(executed) == 1

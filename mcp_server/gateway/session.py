@@ -38,6 +38,7 @@ from ..execution.approvals import ApprovalBook
 from ..execution.grants import GrantSigner
 from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
+from ..execution.single_use import SingleUse
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport
 from ..observe.tracing import Span, Tracer, incoming
@@ -72,6 +73,7 @@ class Checks(NamedTuple):
     lock_server: str | None = None
     tracer: Tracer = Tracer()  # W3C trace context across; OpenTelemetry's export when on
     grants: GrantSigner | None = None  # signs a stateless held call's approval (any replica verifies)
+    single_use: SingleUse | None = None  # where an approval is spent across replicas (``MCP_REDIS_URL``)
 
 
 class Handled(NamedTuple):
@@ -320,7 +322,7 @@ class GatewaySession:
         session = self.session
         held = self._needs_approval(message)
         if held and _stateless(session, message, self.checks.registry):
-            admitted = self._admitted(frame, message)
+            admitted = await self._admitted(frame, message)
             if isinstance(admitted, Reply):
                 return Handled(admitted)
             (frame, message), held = admitted, False
@@ -390,13 +392,15 @@ class GatewaySession:
             and policy.rule_for(message.tool).approval
         )
 
-    def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
-        """A held call of the stateless protocol: the frame to relay and what it is (its grant verified
-        and taken out), or the answer: the question (a fresh grant with it) or the refusal."""
+    async def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
+        """A held call of the stateless protocol: the frame to relay and what it is (its grant verified,
+        spent and taken out), or the answer: the question (a fresh grant with it) or the refusal."""
         policy, grants = self.checks.policy, self.checks.grants
         assert policy is not None and grants is not None and message.id is not None
         try:
             admitted = admitted_params(grants, policy, message)
+            if admitted is not None and self.checks.single_use is not None:
+                await self._spend_everywhere(grants, message)
         except Rejection as refusal:
             self.verdicts.violation(refusal.error.slug, frame, message)
             self._decided(message, "denied", refusal)
@@ -413,6 +417,18 @@ class GatewaySession:
         document = message.document if message.document is not None else jsonio.loads(frame.raw)
         document = {**document, "params": params}
         return frame._replace(raw=jsonio.dumps(document)), message._replace(params=params, document=document)
+
+    async def _spend_everywhere(self, grants: GrantSigner, message: Message) -> None:
+        """A grant verified (and spent on this replica) is spent in the store the replicas share: a
+        retry another replica carried out already is refused (issue 30: one approval runs once)."""
+        assert self.checks.single_use is not None
+        grant = grants.open(str((message.params or {}).get("requestState")))
+        if not await self.checks.single_use.claim("approval:" + grant.id, grant.expires):
+            raise Rejection(
+                CanonicalError.APPROVAL_NOT_FOUND,
+                [{"path": "/params/requestState", "msg": "approval_used"}],
+                extra={"policy_violation": True},
+            )
 
     async def _send_when_approved(self, raw: bytes, message: Message) -> None:
         refusal = await self._approve(message)

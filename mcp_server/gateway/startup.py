@@ -19,6 +19,7 @@ from ..execution.boundary import load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import Redactor
+from ..execution.single_use import REDIS_URL_VARIABLE, single_use_from
 from ..observe.events import EventLog
 from ..observe.tracing import Tracer
 from ..registry.lockfile import Lockfile
@@ -113,8 +114,10 @@ def prepare(
     if lock is not None and lock_server is not None and lock_server not in lock.servers:
         held = ", ".join(lock.servers) or "none"
         raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    grants = _grants(policy, environ)
+    single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
     checks = Checks(
-        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), _grants(policy, environ)
+        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), grants, single_use
     )
     if bridge is not None:
         from .bridge import bridged

@@ -398,6 +398,9 @@ class StatefulUpstreams:
         expires = claims.get("expires")
         if not isinstance(expires, int | float) or expires <= self._signer.clock():
             raise _refusal("request_state_expired")
+        store = self._checks.single_use
+        if store is not None and not await store.claim("bridge:" + str(claims.get("exchange")), float(expires)):
+            raise _refusal("request_state_used")  # retried through another replica already
         exchange = identity.exchanges.pop(str(claims.get("exchange")), None)
         call = None if exchange is None else identity.calls.get(exchange.call)
         if exchange is None or call is None:
