@@ -51,7 +51,7 @@ def _positive_seconds(environ: Mapping[str, str], name: str, default: float) -> 
     try:
         value = float(raw)
     except ValueError:
-        value = -1.0
+        value = float("nan")
     if not 0 < value < 86_400:  # (NaN and infinity fail too)
         raise SetupError(f"{name} must be a number of seconds above 0 and below a day, got {raw!r}")
     return value
