@@ -119,7 +119,9 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument(
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
     )
-    gateway.add_argument("--max-sessions", type=int, default=100, help="HTTP: open client sessions at most")
+    gateway.add_argument(
+        "--max-sessions", type=int, help="HTTP: open client sessions at most (default: sized to the memory, up to 100)"
+    )
     gateway.add_argument("--idle-timeout", type=float, default=600.0, help="HTTP: seconds before an idle session ends")
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")

@@ -44,6 +44,19 @@ def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+def _positive_seconds(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = (environ.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 86_400:  # (NaN and infinity fail too)
+        raise SetupError(f"{name} must be a number of seconds above 0 and below a day, got {raw!r}")
+    return value
+
+
 def _flag(environ: Mapping[str, str], name: str) -> bool:
     raw = (environ.get(name) or "").strip().lower()
     if raw in ("", "0", "false", "no", "off"):
@@ -98,6 +111,7 @@ class Settings:
     http_port: int = 8000
     allowed_hosts: tuple[str, ...] = ()
     max_sessions: int = 1000
+    http_read_seconds: float = 30.0  # an HTTP request's head and body must arrive within this (issue 30)
     runs_dir: Path = Path("runs")
     runs_keep: int = 20
     log_max_bytes: int = 64 << 20
@@ -129,6 +143,7 @@ class Settings:
             http_port=port,
             allowed_hosts=tuple(h.strip() for h in (environ.get("MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()),
             max_sessions=_positive_int(environ, "MCP_MAX_SESSIONS", 1000),
+            http_read_seconds=_positive_seconds(environ, "MCP_HTTP_READ_TIMEOUT", 30.0),
             runs_dir=Path(environ.get("MCP_RUNS_DIR") or "runs"),
             runs_keep=_positive_int(environ, "MCP_RUNS_KEEP", 20),
             log_max_bytes=_positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20),

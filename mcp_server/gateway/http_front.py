@@ -3,9 +3,12 @@ manager (``transport/streamable.py``), which does everything about HTTP.
 
 A client session (``initialize`` negotiated a stateful version) gets a gateway session with an
 upstream of its own; every request of the stateless 2026-07-28 protocol goes to one shared gateway
-session, ids renamed where two clients' requests share one. What the upstream sends besides replies
-reaches the client on the stream of the request it belongs to (a progress token's, or the one POST
-open), else the session's GET stream, else it waits for one (spec: transports, "Streamable HTTP").
+session, where a request is known by the exchange (the POST) that carried it, never by what its
+client chose: ids and progress tokens another exchange holds are renamed, a cancellation names no
+other exchange's request, and what the upstream sends besides replies reaches only the stream of the
+request it belongs to (a progress token's, a subscription's, or the only request in flight). A
+session's client gets it on the stream of its request, else the session's GET stream, else it waits
+for one (spec: transports, "Streamable HTTP").
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..registry.versions import SUBSCRIPTION_ID_META
 from ..transport.connection import Connection
 from ..transport.http import PostAccepts, Send, accepts_event_stream, refuse, serve_http, text_route
-from ..transport.streamable import HttpOptions, Route, Stream, StreamableHttp
+from ..transport.streamable import MAX_HELD_STREAM_BYTES, HttpOptions, Route, Stream, StreamableHttp
 from .reports import final_report, publish
 from .session import Checks, GatewaySession
 
@@ -41,8 +44,8 @@ __all__ = ["GatewayConversations", "run_gateway_http"]
 
 log = logging.getLogger("mcp_server.gateway")
 
-# Server messages waiting for a GET stream that is not open yet. Progress and logging are never
-# dropped while the session lives; past this many, the oldest go (and the drop is logged).
+# Server messages waiting for a GET stream that is not open yet: past this many, or past the bytes a
+# stream holds for its client, the oldest go (and the drop is logged).
 _BACKLOG = 10_000
 _renames = itertools.count(1)
 
@@ -52,6 +55,12 @@ def _with_id(reply: Reply, document: Any, request_id: RequestId) -> Reply:
     if not isinstance(document, dict):
         document = jsonio.loads(reply.to_bytes())
     return Reply(document={**document, "id": request_id}, error=reply.error, version=reply.version, code=reply.code)
+
+
+def _with_token(reply: Reply, message: Message, token: Any) -> Reply:
+    """A progress notification under the client's own progress token (a request the gateway renamed)."""
+    document = message.document if isinstance(message.document, dict) else jsonio.loads(reply.to_bytes())
+    return Reply(document={**document, "params": {**document["params"], "progressToken": token}}, version=reply.version)
 
 
 def _with_subscription(reply: Reply, message: Message, meta: dict[str, Any], request_id: RequestId) -> Reply:
@@ -75,8 +84,12 @@ class HttpSession:
         self.progress: dict[Any, Stream] = {}
         self.renamed: dict[RequestId, RequestId] = {}  # stateless: the wire id → the client's id
         self._checking: set[RequestId] = set()  # stateless: the ids of requests in the chain
+        self._tokens: dict[Any, Any] = {}  # stateless: a renamed progress token → the client's own
+        self._checking_tokens: set[Any] = set()  # stateless: the progress tokens of requests in the chain
+        self._dropping: set[RequestId] = set()  # stateless: requests whose client closed their POST
         self.get_stream: Stream | None = None
         self.backlog: deque[Reply] = deque()
+        self._backlog_bytes = 0
         self.ending: str | None = None
         self._closed = False  # the session is over (its upstream ended, or it was closed)
         self._stopped = False  # ``close`` ran
@@ -97,7 +110,7 @@ class HttpSession:
 
     @property
     def busy(self) -> bool:
-        return bool(self.waiting) or (self.get_stream is not None and not self.get_stream.closed)
+        return bool(self.waiting)  # a GET stream held open is no exchange: it does not keep the session
 
     @property
     def closed(self) -> bool:
@@ -107,15 +120,17 @@ class HttpSession:
 
     async def post(self, frame: Frame, accepts: PostAccepts) -> Reply | Stream | None:
         """A client frame through the gateway session: its answer, or the stream its reply comes on."""
-        original = wire = None
+        original = wire = token = None
         if self.stateless:
-            frame, original, wire = self._unique_id(frame)
+            frame, original, wire, token = self._unique_id(frame)
         if wire is not None:
             self._checking.add(wire)  # the chain may wait for what checks it: its id is taken meanwhile
+            self._checking_tokens.add(token)
         try:
             handled = await self.gateway.from_client(frame)
         finally:
             self._checking.discard(wire)
+            self._checking_tokens.discard(token)
         relayed = handled.relayed
         stream = self._opened.pop(relayed.id, None) if relayed is not None and relayed.id is not None else None
         if stream is None:
@@ -132,23 +147,37 @@ class HttpSession:
             await self.gateway.readiness.initialized()
         return stream
 
-    def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None, RequestId | None]:
-        """Stateless: a request whose id another client's request holds (upstream, or in the chain)
-        gets an id of the gateway's (the one case where a valid frame is re-serialised); the reply
-        gets its own back. Returns the frame, the client's id when renamed, and the id it goes with."""
+    def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None, RequestId | None, Any]:
+        """Stateless: a request whose id (or progress token) another client's request holds, upstream
+        or in the chain, gets one of the gateway's (the one case where a valid frame is re-serialised);
+        the reply and the progress get the client's own back. Returns the frame, the client's id when
+        renamed, the id it goes with and its progress token."""
         try:
             document = jsonio.loads(frame.raw)
         except jsonio.JSONSyntaxError:
-            return frame, None, None
+            return frame, None, None, None
         request_id = document.get("id") if isinstance(document, dict) and "method" in document else None
         if not isinstance(request_id, str | int):
-            return frame, None, None
-        if request_id not in self.waiting and request_id not in self._checking:
-            return frame, None, request_id
-        wire = f"renamed-{next(_renames)}"
-        self.renamed[wire] = request_id
+            return frame, None, None, None
+        params = document.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        token = token if isinstance(token, str | int) else None
+        id_taken = request_id in self.waiting or request_id in self._checking
+        token_taken = token is not None and (token in self.progress or token in self._checking_tokens)
+        if not id_taken and not token_taken:
+            return frame, None, request_id, token
+        wire = f"renamed-{next(_renames)}" if id_taken else request_id
+        if id_taken:
+            self.renamed[wire] = request_id
+        if token_taken:
+            assert isinstance(params, dict) and isinstance(meta, dict)
+            renamed_token = f"renamed-{next(_renames)}"
+            self._tokens[renamed_token] = token
+            document = {**document, "params": {**params, "_meta": {**meta, "progressToken": renamed_token}}}
+            token = renamed_token
         raw = jsonio.dumps({**document, "id": wire})
-        return frame._replace(raw=raw), request_id, wire
+        return frame._replace(raw=raw), request_id if id_taken else None, wire, token
 
     def relaying(self, frame: Frame, message: Message) -> None:
         """A request goes upstream: its reply's stream opens (with its progress token's, on SSE)."""
@@ -159,15 +188,22 @@ class HttpSession:
         dropped = functools.partial(self._dropped, message.id) if self.stateless else None
         stream = self.waiting[message.id] = self._opened[message.id] = Stream(sse=sse, dropped=dropped)
         meta = (message.params or {}).get("_meta")
-        if sse and isinstance(meta, dict) and meta.get("progressToken") is not None:
-            self.progress[meta["progressToken"]] = stream
+        if isinstance(meta, dict) and meta.get("progressToken") is not None:
+            self.progress[meta["progressToken"]] = stream  # (its progress reaches only an SSE response)
 
-    def cancelled(self, request_id: RequestId) -> None:
-        """The client cancelled a request: its POST ends with no reply (202)."""
+    def cancelled(self, request_id: RequestId) -> bool:
+        """The client cancels a request: its POST ends with no reply (202). Stateless, a request is
+        cancelled by closing its own POST (2026-07-28 has no client notification over HTTP): a posted
+        ``notifications/cancelled`` is an exchange of its own and names no request of its, so it
+        cancels nothing (else any client could end another's call by guessing its id)."""
+        if self.stateless and request_id not in self._dropping:
+            log.warning("gateway: a stateless notifications/cancelled names no request of its exchange; not relayed")
+            return False
         stream = self.waiting.pop(request_id, None)
         if stream is not None:
             self._forget(request_id, stream)
             stream.end()
+        return True
 
     async def _dropped(self, request_id: RequestId, stream: Stream) -> None:
         """The client closed the POST of a request still upstream: over STDIO a client cancels by
@@ -177,7 +213,11 @@ class HttpSession:
             return  # answered, or the session ended meanwhile
         params = {"requestId": request_id, "reason": "the client closed the request"}
         cancel = jsonio.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
-        await self.gateway.from_client(Frame(raw=cancel, transport="http", session=self.session))
+        self._dropping.add(request_id)
+        try:
+            await self.gateway.from_client(Frame(raw=cancel, transport="http", session=self.session))
+        finally:
+            self._dropping.discard(request_id)
 
     def asker(self, message: Message) -> PeerChannel:
         """The question goes on the call's own stream; the answer comes in a POST of its own."""
@@ -217,6 +257,7 @@ class HttpSession:
         of a renamed request."""
         for token in [token for token, held in self.progress.items() if held is stream]:
             del self.progress[token]
+            self._tokens.pop(token, None)
         return self.renamed.pop(request_id, None)
 
     def _notify(self, reply: Reply, message: Message) -> None:
@@ -229,23 +270,37 @@ class HttpSession:
             return
         stream: Stream | None = None
         if message.method == "notifications/progress":
-            stream = self.progress.get(params.get("progressToken"))
-        if stream is None:
-            open_posts = [held for held in self.waiting.values() if held.sse]
-            if self.stateless and len(open_posts) != 1:
-                # The requests in flight are different clients': a message of no known request goes
-                # to none of them rather than to the wrong one.
+            token = params.get("progressToken")
+            stream = self.progress.get(token)
+            if stream is not None and not stream.sse:  # its POST takes one JSON reply
+                if self.stateless:
+                    return
+                stream = None
+            if stream is not None and token in self._tokens:
+                reply = _with_token(reply, message, self._tokens[token])
+        if stream is None and self.stateless:
+            # The requests in flight may be different clients': a message of no known request goes
+            # only to the one request in flight (whose exchange it can only be), else to none.
+            only = next(iter(self.waiting.values())) if len(self.waiting) == 1 else None
+            if only is None or not only.sse:
                 log.warning("gateway: a stateless server message of no known request was not delivered")
                 return
+            stream = only
+        if stream is None:
+            open_posts = [held for held in self.waiting.values() if held.sse]
             get_stream = self.get_stream if self.get_stream is not None and not self.get_stream.closed else None
             stream = open_posts[-1] if open_posts else get_stream
         if stream is not None:
             stream.put(reply)
             return
-        if len(self.backlog) >= _BACKLOG:
-            self.backlog.popleft()
-            log.warning("gateway: session backlog full; the oldest server message was dropped")
         self.backlog.append(reply)
+        self._backlog_bytes += len(reply.to_bytes())
+        dropped = 0
+        while len(self.backlog) > _BACKLOG or (self._backlog_bytes > MAX_HELD_STREAM_BYTES and len(self.backlog) > 1):
+            self._backlog_bytes -= len(self.backlog.popleft().to_bytes())
+            dropped += 1
+        if dropped:
+            log.warning("gateway: session backlog full; the oldest server message was dropped")
 
     def _to_subscription(self, reply: Reply, message: Message, meta: dict[str, Any]) -> None:
         """A notification of a ``subscriptions/listen`` stream goes on that listen request's stream
@@ -266,6 +321,7 @@ class HttpSession:
         stream = self.get_stream = Stream(sse=True)
         while self.backlog:
             stream.put(self.backlog.popleft())
+        self._backlog_bytes = 0
         return stream
 
     # -- the end --------------------------------------------------------------------------------
@@ -423,7 +479,13 @@ async def run_gateway_http(
     usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
     try:
         await serve_http(
-            app, listener, on_ready=on_ready, signals=[usr1], on_signal=final_report(report, runs_dir), on_stop=stop
+            app,
+            listener,
+            on_ready=on_ready,
+            signals=[usr1],
+            on_signal=final_report(report, runs_dir),
+            on_stop=stop,
+            read_seconds=options.read_seconds,
         )
     finally:
         reaper.cancel()

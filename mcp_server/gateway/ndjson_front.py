@@ -56,8 +56,8 @@ class NdjsonClient:
     def relaying(self, frame: Frame, message: Message) -> None:
         return None
 
-    def cancelled(self, request_id: RequestId) -> None:
-        return None
+    def cancelled(self, request_id: RequestId) -> bool:
+        return True  # one client: every request is its own
 
     def asker(self, message: Message) -> PeerChannel:
         return PeerChannel(self.connection.send, self.pump)  # the client's answer is read meanwhile
@@ -165,14 +165,22 @@ async def run_stdio(
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
     report = checks.report
     writer = await open_writer(stdout_fd)  # the client's side of STDIO: JSON-RPC frames only, one per line
-
-    async def write(data: bytes) -> None:
-        with contextlib.suppress(BrokenPipeError):  # the client closed stdout: what it would read is dropped
-            await writer.send(data)
-
-    client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=checks.max_frame_bytes)
     usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
     with stop_on_signals(usr1, on_stop=final_report(report, runs_dir)) as stop:
+
+        async def write(data: bytes) -> None:
+            """A frame to the client, waiting while it reads slowly, but not past a stop: a client that
+            holds its stdout unread does not keep the gateway from ending (``writer.close`` cuts it)."""
+            with contextlib.suppress(BrokenPipeError):  # the client closed stdout: what it would read is dropped
+                if not writer.write(data) and not stop.is_set():
+                    stopping = asyncio.ensure_future(stop.wait())
+                    room = asyncio.ensure_future(writer.room())
+                    await asyncio.wait({room, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                    stopping.cancel()
+                    room.cancel()
+
+        max_frame = checks.max_frame_bytes
+        client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=max_frame)
         try:
             return await NdjsonClient(checks, upstream, client).run(stop)
         finally:

@@ -38,6 +38,7 @@ from ..execution.approvals import ApprovalBook
 from ..execution.grants import GrantSigner
 from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
+from ..execution.single_use import SingleUse
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport
 from ..observe.tracing import Span, Tracer, incoming
@@ -72,6 +73,7 @@ class Checks(NamedTuple):
     lock_server: str | None = None
     tracer: Tracer = Tracer()  # W3C trace context across; OpenTelemetry's export when on
     grants: GrantSigner | None = None  # signs a stateless held call's approval (any replica verifies)
+    single_use: SingleUse | None = None  # where an approval is spent across replicas (``MCP_REDIS_URL``)
 
 
 class Handled(NamedTuple):
@@ -96,8 +98,9 @@ class ClientSide(Protocol):
     async def passed(self, reply: Reply, message: Message | None) -> None:
         """A frame of the upstream's, or an answer standing in for its reply (``message``: what it is)."""
 
-    def cancelled(self, request_id: RequestId) -> None:
-        """The client cancelled its request ``request_id``: no reply will come for it."""
+    def cancelled(self, request_id: RequestId) -> bool:
+        """The client cancels its request ``request_id``: no reply will come for it. ``False``: the
+        request is not this client's to cancel (the cancellation goes no further)."""
 
     def asker(self, message: Message) -> PeerChannel:
         """How to ask the client about its call ``message`` (an approval by elicitation)."""
@@ -219,6 +222,11 @@ class GatewaySession:
         return await self._client_refused(frame, verdict, began)
 
     async def _client_frame(self, frame: Frame, message: Message, began: float) -> Handled:
+        cancel = message.kind is NOTIFICATION and message.method == "notifications/cancelled"
+        if cancel and not self._cancelled(message):
+            if self.events is not None:  # not the client's request to cancel: it goes no further
+                self.events.frame(frame, message, None, began)
+            return _NOTHING
         self.verdicts.learn(frame, message, self.tools)
         self.checks.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
         handled, span = _NOTHING, None
@@ -228,11 +236,7 @@ class GatewaySession:
             handled = await self._relay_request(frame, message)
             if span is not None:
                 self._started(span, message, handled)
-        elif message.kind is NOTIFICATION:
-            if message.method == "notifications/cancelled":
-                self._cancelled(message)
-            await self._to_upstream(frame.raw, message)
-        elif not self._answers_gateway(message):  # a reply to one of the upstream's requests
+        elif message.kind is NOTIFICATION or not self._answers_gateway(message):  # (or a reply to the upstream)
             await self._to_upstream(frame.raw, message)
         if self.events is not None:
             self.events.frame(frame, message, handled.reply, began, "relay", span)
@@ -318,7 +322,7 @@ class GatewaySession:
         session = self.session
         held = self._needs_approval(message)
         if held and _stateless(session, message, self.checks.registry):
-            admitted = self._admitted(frame, message)
+            admitted = await self._admitted(frame, message)
             if isinstance(admitted, Reply):
                 return Handled(admitted)
             (frame, message), held = admitted, False
@@ -358,14 +362,17 @@ class GatewaySession:
         version = stated_version(params) or self.session.version
         await self._to_upstream(raw, Message(REQUEST, document["id"], document["method"], params, version))
 
-    def _cancelled(self, message: Message) -> None:
+    def _cancelled(self, message: Message) -> bool:
+        """A client's cancellation: whether it goes upstream (a client cancels only its own requests)."""
         request_id = (message.params or {}).get("requestId")
         if isinstance(request_id, str | int):
+            if not self.client.cancelled(request_id):
+                return False
             self.deadlines.stop(request_id)
             self.approved.pop(request_id, None)
-            self.client.cancelled(request_id)
             if self.spans:
                 self._answered(request_id, "cancelled", error=True)
+        return True
 
     def _answers_gateway(self, message: Message) -> bool:
         """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
@@ -385,13 +392,15 @@ class GatewaySession:
             and policy.rule_for(message.tool).approval
         )
 
-    def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
-        """A held call of the stateless protocol: the frame to relay and what it is (its grant verified
-        and taken out), or the answer: the question (a fresh grant with it) or the refusal."""
+    async def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
+        """A held call of the stateless protocol: the frame to relay and what it is (its grant verified,
+        spent and taken out), or the answer: the question (a fresh grant with it) or the refusal."""
         policy, grants = self.checks.policy, self.checks.grants
         assert policy is not None and grants is not None and message.id is not None
         try:
             admitted = admitted_params(grants, policy, message)
+            if admitted is not None and self.checks.single_use is not None:
+                await self._spend_everywhere(grants, message)
         except Rejection as refusal:
             self.verdicts.violation(refusal.error.slug, frame, message)
             self._decided(message, "denied", refusal)
@@ -408,6 +417,18 @@ class GatewaySession:
         document = message.document if message.document is not None else jsonio.loads(frame.raw)
         document = {**document, "params": params}
         return frame._replace(raw=jsonio.dumps(document)), message._replace(params=params, document=document)
+
+    async def _spend_everywhere(self, grants: GrantSigner, message: Message) -> None:
+        """A grant verified (and spent on this replica) is spent in the store the replicas share: a
+        retry another replica carried out already is refused (issue 30: one approval runs once)."""
+        assert self.checks.single_use is not None
+        grant = grants.open(str((message.params or {}).get("requestState")))
+        if not await self.checks.single_use.claim("approval:" + grant.id, grant.expires):
+            raise Rejection(
+                CanonicalError.APPROVAL_NOT_FOUND,
+                [{"path": "/params/requestState", "msg": "approval_used"}],
+                extra={"policy_violation": True},
+            )
 
     async def _send_when_approved(self, raw: bytes, message: Message) -> None:
         refusal = await self._approve(message)

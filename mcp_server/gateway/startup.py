@@ -19,6 +19,7 @@ from ..execution.boundary import load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import Redactor
+from ..execution.single_use import REDIS_URL_VARIABLE, single_use_from
 from ..observe.events import EventLog
 from ..observe.tracing import Tracer
 from ..registry.lockfile import Lockfile
@@ -71,6 +72,7 @@ class Gateway:
     new_upstream: Callable[[], Connection]
     upstream_name: str  # redacted: for the ready line
     redactor: Redactor
+    processes: bool = True  # each session's upstream is a process of its own (a command, not a URL)
 
 
 def prepare(
@@ -112,8 +114,10 @@ def prepare(
     if lock is not None and lock_server is not None and lock_server not in lock.servers:
         held = ", ".join(lock.servers) or "none"
         raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    grants = _grants(policy, environ)
+    single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
     checks = Checks(
-        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), _grants(policy, environ)
+        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), grants, single_use
     )
     if bridge is not None:
         from .bridge import bridged
@@ -125,6 +129,7 @@ def prepare(
         new_upstream=new_upstream,
         upstream_name=redactor.redact_text(name)[0],
         redactor=redactor,
+        processes=not upstream_url,
     )
 
 
@@ -173,13 +178,45 @@ def run_socket(gateway: Gateway, listener: socket.socket, on_ready: Callable[[],
     return asyncio.run(serve(gateway.new_upstream, listener, checks, runs_dir, on_ready=on_ready))
 
 
+# What one session with a process of its own costs (issue 30): a minimal Python server written with the
+# official SDK holds 68 MiB resident (48 MiB proportional), a Node one about as much. The default cap
+# lets such sessions take half the memory available at start, and never more than 100.
+SESSION_BYTES = 64 << 20
+MAX_DEFAULT_SESSIONS = 100
+
+
+def _available_memory() -> int | None:
+    """Bytes this process may still use: the system's available memory, within its cgroup's limit."""
+    found: list[int] = []
+    try:
+        lines = Path("/proc/meminfo").read_text().splitlines()
+        found.append(int(next(line.split()[1] for line in lines if line.startswith("MemAvailable:"))) << 10)
+    except (OSError, StopIteration, ValueError):
+        pass
+    try:
+        limit, used = (Path("/sys/fs/cgroup", name).read_text().strip() for name in ("memory.max", "memory.current"))
+        if limit != "max":
+            found.append(max(0, int(limit) - int(used)))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def default_max_sessions(*, processes: bool, available: int | None) -> int:
+    """The session cap when none is given: with a process per session, sized to the memory available
+    (half of it, ``SESSION_BYTES`` a session, at least 1, at most ``MAX_DEFAULT_SESSIONS``)."""
+    if not processes or available is None:
+        return MAX_DEFAULT_SESSIONS
+    return max(1, min(MAX_DEFAULT_SESSIONS, available // 2 // SESSION_BYTES))
+
+
 def run_http(
     gateway: Gateway,
     listener: socket.socket,
     listen: Listen,
     on_ready: Callable[[], None],
     *,
-    max_sessions: int,
+    max_sessions: int | None,
     idle_seconds: float,
 ) -> int:
     """The Streamable HTTP front (the HTTP stack is imported only here)."""
@@ -187,6 +224,9 @@ def run_http(
     from .http_front import run_gateway_http
 
     settings = gateway.settings
+    if max_sessions is None:
+        max_sessions = default_max_sessions(processes=gateway.processes, available=_available_memory())
+        log.info("gateway: at most %d sessions open at once (--max-sessions)", max_sessions)
     if max_sessions <= 0 or idle_seconds <= 0:
         raise SetupError("--max-sessions and --idle-timeout must be positive")
     options = HttpOptions(
@@ -195,6 +235,7 @@ def run_http(
         allowed_hosts=settings.allowed_hosts,
         max_sessions=max_sessions,
         idle_seconds=idle_seconds,
+        read_seconds=settings.http_read_seconds,
         versions=frozenset(gateway.checks.registry.versions),
     )
     serving = run_gateway_http(gateway.new_upstream, gateway.checks, options, listener, settings.runs_dir, on_ready)

@@ -7,10 +7,11 @@ bounded number of examples per rule). The only I/O is reading the capture and wr
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,7 +21,7 @@ from ..chain.json_syntax import parse
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
-from ..core.settings import ASSERT_FORMATS_HELP, SetupError
+from ..core.settings import ASSERT_FORMATS_HELP, DEFAULT_MAX_FRAME_BYTES, Settings, SetupError
 from ..core.types import (
     CLIENT_TO_SERVER,
     NOTIFICATION,
@@ -61,6 +62,7 @@ EXAMPLES_PER_RULE = 5
 ERRORS_PER_EXAMPLE = 10
 
 RULES = (
+    CanonicalError.PAYLOAD_TOO_LARGE.slug,
     CanonicalError.PARSE_ERROR.slug,
     CanonicalError.INVALID_ENVELOPE.slug,
     CanonicalError.NOT_INITIALIZED.slug,
@@ -484,10 +486,14 @@ def check_capture(
     version: str | None = None,
     allow_codes: Sequence[tuple[int, int]] = (),
     lock: LockCheck | None = None,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
 ) -> CheckReport:
     """Check every frame of the capture at ``path`` (and its tools against ``lock``); ``CaptureError``
-    when it cannot be read as one."""
+    when it cannot be read as one. A line over ``max_frame_bytes`` is a finding (``payload_too_large``,
+    as the live chain refuses such a frame), counted and skipped, never held whole."""
     registry = registry or default_registry()
+    if max_frame_bytes <= 0:
+        raise CaptureError("bad_limit", f"the frame limit must be a positive number of bytes, got {max_frame_bytes}")
     if version is not None and version not in registry.protocols:
         raise CaptureError("unknown_version", f"{version}: not a bundled version ({', '.join(registry.versions)})")
     report = CheckReport(str(path))
@@ -499,7 +505,10 @@ def check_capture(
     handle = _open(path)
     try:
         with handle:
-            for lines, raw in enumerate(handle, 1):
+            for lines, (raw, size) in enumerate(_lines(handle, max_frame_bytes), 1):
+                if size is not None:
+                    _too_large(report, lines, size, max_frame_bytes)
+                    continue
                 if lines == 1 and raw.startswith(_UTF8_BOM):
                     raw = raw[len(_UTF8_BOM) :]
                 if raw.isspace() or not raw:
@@ -512,6 +521,45 @@ def check_capture(
     if lines == report.skipped:
         raise CaptureError("empty_capture", f"{path}: no frames to check")
     return report
+
+
+_CHUNK = 1 << 20
+
+
+def _lines(handle: IO[bytes], limit: int) -> Iterator[tuple[bytes, int | None]]:
+    """Every line of ``handle`` (its newline cut), as ``(raw, None)``; a line over ``limit`` bytes as
+    ``(b"", size)``, its bytes counted and dropped as they come: memory stays within the limit."""
+    held = bytearray()
+    dropped: int | None = None  # bytes of the over-long line read so far
+    while chunk := handle.read(_CHUNK):
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            if dropped is not None:
+                yield b"", dropped + end - start
+                dropped = None
+            elif len(held) + end - start > limit + 1:  # +1: a trailing "\r"
+                yield b"", len(held) + end - start
+            else:
+                yield (bytes(held) + chunk[start:end] if held else chunk[start:end]), None
+            held.clear()
+            start = end + 1
+        if dropped is not None:
+            dropped += len(chunk) - start
+        elif len(held) + len(chunk) - start > limit + 1:
+            dropped = len(held) + len(chunk) - start
+            held.clear()
+        else:
+            held += chunk[start:]
+    if dropped is not None:
+        yield b"", dropped
+    elif held:
+        yield bytes(held), None
+
+
+def _too_large(report: CheckReport, line: int, size: int, limit: int) -> None:
+    errors = [{"path": "", "msg": f"line of {size} bytes, over the frame limit of {limit}"}]
+    report.violation(CanonicalError.PAYLOAD_TOO_LARGE.slug, line=line, direction=None, errors=errors)
+    report.frames["(unknown)", "(too large)"] += 1
 
 
 def _example_line(example: Mapping[str, Any]) -> str:
@@ -620,6 +668,12 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="error codes accepted besides JSON-RPC's, the server range and the spec's (repeatable)",
     )
+    parser.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        metavar="N",
+        help=f"a longer line is a finding, never read whole (MCP_MAX_FRAME_BYTES; default {DEFAULT_MAX_FRAME_BYTES})",
+    )
     parser.add_argument("--lock", type=Path, metavar="FILE", help="hold the listed tools to this tool lockfile")
     parser.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
 
@@ -631,7 +685,10 @@ def run_check(args: argparse.Namespace) -> int:
         registry = registry or default_registry()
         lock = None if args.lock is None else _lock_check(args.lock, args.lock_server, registry)
         capture, version, codes = Path(args.capture), args.protocol_version, args.allow_codes
-        report = check_capture(capture, registry=registry, version=version, allow_codes=codes, lock=lock)
+        limit = _frame_limit(args.max_frame_bytes)
+        report = check_capture(
+            capture, registry=registry, version=version, allow_codes=codes, lock=lock, max_frame_bytes=limit
+        )
     except CaptureError as exc:
         detail = " ".join(exc.detail.split())
         sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")
@@ -641,6 +698,16 @@ def run_check(args: argparse.Namespace) -> int:
     sys.stdout.write(render_page(document, Path(args.capture)) if render is None else render(document))
     sys.stdout.flush()
     return 1 if report.violations else 0
+
+
+def _frame_limit(given: int | None) -> int:
+    """``--max-frame-bytes``, else ``MCP_MAX_FRAME_BYTES``, else the default: the live chain's limit."""
+    if given is not None:
+        return given
+    try:
+        return Settings.from_env({"MCP_MAX_FRAME_BYTES": os.environ.get("MCP_MAX_FRAME_BYTES", "")}).max_frame_bytes
+    except SetupError as exc:
+        raise CaptureError("bad_limit", str(exc)) from None
 
 
 def _lock_check(path: Path, server: str | None, registry: SchemaRegistry) -> LockCheck:

@@ -129,6 +129,7 @@ def run_http(server: Server, listener: object, on_ready: Callable[[], None]) -> 
         max_frame_bytes=settings.max_frame_bytes,
         allowed_hosts=settings.allowed_hosts,
         max_sessions=settings.max_sessions,
+        read_seconds=settings.http_read_seconds,
     )
     app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events)
-    asyncio.run(serve_http(app, listener, on_ready=on_ready))
+    asyncio.run(serve_http(app, listener, on_ready=on_ready, read_seconds=options.read_seconds))

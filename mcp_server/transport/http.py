@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from .coalescing import CoalescingTransport
 from .signals import stop_on_signals
 
 __all__ = [
+    "ABORT_EXTENSION",
     "PostAccepts",
     "Receive",
     "Refused",
@@ -45,7 +47,15 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
+log = logging.getLogger("mcp_server.transport")
+
 _LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+_GRACEFUL_SECONDS = 2
+
+ABORT_EXTENSION = "mcp_server.abort"
+"""The ASGI scope extension ``serve_http`` adds: a callable that cuts the request's connection at once
+(a response whose client stopped reading is ended without waiting for it to read)."""
 
 
 def _host_name(value: str) -> str:
@@ -220,13 +230,43 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _http_protocol() -> type[asyncio.Protocol]:
+def _http_protocol(read_seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol, its writes coalesced, with what it lacks: a request's head and body
+    must arrive within ``read_seconds`` of its first byte (of the connection, for the first request),
+    else the connection is cut (HAProxy's ``timeout http-request``: a slow client holds no descriptor
+    for long); and the ``ABORT_EXTENSION`` in each request's scope."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class CoalescingHttpToolsProtocol(HttpToolsProtocol):
+        _reading: asyncio.TimerHandle | None = None
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             # The stand-in has the transport's interface by delegation, not by type.
             super().connection_made(CoalescingTransport(transport))  # type: ignore[arg-type]
+            self._reading = self.loop.call_later(read_seconds, self._too_slow)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._reading is not None:
+                self._reading.cancel()
+            super().connection_lost(exc)
+
+        def on_message_complete(self) -> None:
+            if self._reading is not None:
+                self._reading.cancel()
+                self._reading = None
+            super().on_message_complete()
+
+        def _too_slow(self) -> None:
+            log.warning("http: a request did not arrive whole within %s s; its connection is closed", read_seconds)
+            self.transport.abort()
+
+        def on_message_begin(self) -> None:
+            if self._reading is None:  # the next request on a kept-alive connection
+                self._reading = self.loop.call_later(read_seconds, self._too_slow)
+            super().on_message_begin()
+            extensions: dict[str, Any] = dict(self.scope.get("extensions") or {})
+            extensions[ABORT_EXTENSION] = self.transport.abort
+            self.scope["extensions"] = extensions  # ASGI lets a server add extensions of its own
 
     return CoalescingHttpToolsProtocol
 
@@ -239,6 +279,7 @@ async def serve_http(
     signals: Iterable[tuple[int, Callable[[], None]]] = (),
     on_signal: Callable[[], None] | None = None,
     on_stop: Callable[[], Awaitable[None]] | None = None,
+    read_seconds: float = 30.0,
 ) -> None:
     """Serve ``app`` with uvicorn until SIGINT/SIGTERM (and call the ``signals`` handlers given);
     ``on_signal`` runs in the stop signal's handler, first; in-flight requests finish, after
@@ -250,9 +291,11 @@ async def serve_http(
         log_level="warning",
         access_log=False,
         lifespan="off",
-        http=_http_protocol(),
+        http=_http_protocol(read_seconds),
         loop="asyncio",
-        timeout_graceful_shutdown=30,
+        # Requests in flight get this long after a stop (theirs ended first by ``on_stop``), then are
+        # cancelled: SIGTERM ends the server within 5 s whatever its clients do (issue 30).
+        timeout_graceful_shutdown=_GRACEFUL_SECONDS,
     )
 
     class Server(uvicorn.Server):

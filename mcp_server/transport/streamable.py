@@ -11,6 +11,8 @@ idle sessions reaped, and the cap on open sessions. ``serve`` and the gateway bo
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,6 +23,7 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
 from ..core.types import Frame, Reply
 from .http import (
+    ABORT_EXTENSION,
     PostAccepts,
     Receive,
     Scope,
@@ -37,6 +40,7 @@ from .http import (
 )
 
 __all__ = [
+    "MAX_HELD_STREAM_BYTES",
     "Conversation",
     "Conversations",
     "HttpOptions",
@@ -45,6 +49,14 @@ __all__ = [
     "Stream",
     "StreamableHttp",
 ]
+
+log = logging.getLogger("mcp_server.transport")
+
+MAX_HELD_STREAM_BYTES = 16 * 1024 * 1024
+"""Bytes of messages one response stream holds for a client that does not read them (past what the
+socket takes). Past it the stream is closed and its connection aborted, with a logged reason: a client
+that stops reading its GET stream while the upstream talks costs this much, never more (as Envoy resets
+a stream past its buffer limit). A single message larger than it is still taken when nothing waits."""
 
 Route = Callable[[Scope, Receive, Send, Mapping[str, str]], Awaitable[None]]
 """Another path of the same server (the REST face, ``/metrics``), after the Host/Origin check."""
@@ -59,7 +71,8 @@ class HttpOptions:
     path: str = "/mcp"
     allowed_hosts: tuple[str, ...] = ()
     max_sessions: int = 1000
-    idle_seconds: float = 3600.0
+    idle_seconds: float = 3600.0  # a session with no exchange (no request waiting) this long is ended
+    read_seconds: float = 30.0  # a request's head and body must arrive within this (``serve_http``)
     # The versions a session's requests may name in ``MCP-Protocol-Version`` (the session's own governs
     # the frame): the spec asks a client to send the negotiated one (SHOULD) and a server to refuse
     # only an invalid or unsupported one (400), as a gateway's upstream does. Another version is
@@ -74,19 +87,59 @@ class Stream:
     client went away takes nothing more). ``dropped``: what the application does when the client
     closes a POST before its last item (under 2026-07-28 that cancels the request)."""
 
-    __slots__ = ("closed", "dropped", "queue", "sse")
+    __slots__ = ("abort", "closed", "dropped", "held", "limit", "overflowed", "queue", "sse")
 
-    def __init__(self, *, sse: bool = True, dropped: Callable[[Stream], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sse: bool = True,
+        dropped: Callable[[Stream], Awaitable[None]] | None = None,
+        limit: int = MAX_HELD_STREAM_BYTES,
+    ) -> None:
         self.sse = sse
         self.closed = False
         self.dropped = dropped
         self.queue: asyncio.Queue[tuple[Reply, bool] | None] = asyncio.Queue()
+        self.held = 0  # bytes queued, not yet handed to the connection
+        self.limit = limit
+        self.overflowed = False
+        self.abort: Callable[[], None] | None = None  # ends the response's connection at once (the server's)
 
     def put(self, reply: Reply, *, last: bool = False) -> None:
+        """Queue a message; past ``limit`` bytes held the stream is closed instead (its client does
+        not read), and what it held is dropped."""
+        if self.overflowed:
+            return
+        size = len(reply.to_bytes())
+        if self.held and self.held + size > self.limit:
+            return self._overflow(size)
+        self.held += size
         self.queue.put_nowait((reply, last))
 
     def end(self) -> None:
+        if not self.overflowed:
+            self.queue.put_nowait(None)
+
+    def taken(self, item: tuple[Reply, bool] | None) -> tuple[Reply, bool] | None:
+        if item is not None:
+            self.held -= len(item[0].to_bytes())
+        return item
+
+    def _overflow(self, size: int) -> None:
+        log.warning(
+            "http: a client did not read its stream: %d bytes held, %d more came past the bound of %d;"
+            " the stream is closed",
+            self.held,
+            size,
+            self.limit,
+        )
+        self.overflowed = self.closed = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.held = 0
         self.queue.put_nowait(None)
+        if self.abort is not None:
+            self.abort()  # a send waiting for the client to read returns; the client sees the stream cut
 
 
 class Conversation(Protocol):
@@ -100,7 +153,7 @@ class Conversation(Protocol):
 
     @property
     def busy(self) -> bool:
-        """A request waits for its answer, or a GET stream is open: not idle."""
+        """A request waits for its answer: not idle (a GET stream held open is no exchange)."""
 
     @property
     def closed(self) -> bool: ...
@@ -158,9 +211,9 @@ class StreamableHttp:
             else:
                 await route(scope, receive, send, headers)
         elif method == "POST":
-            await self._post(receive, send, headers)
+            await self._post(receive, send, headers, _abort_of(scope))
         elif method == "GET":
-            await self._get(receive, send, headers)
+            await self._get(receive, send, headers, _abort_of(scope))
         elif method == "DELETE":
             await self._delete(send, headers)
         else:
@@ -216,7 +269,8 @@ class StreamableHttp:
         return self.sessions.pop(session_id, None)
 
     def reap(self) -> None:
-        """Close the sessions idle past the timeout (no request waiting, no GET stream open)."""
+        """Close the sessions idle past the timeout: no request waiting (an open GET stream alone does
+        not keep a session: it ends with it), none made since."""
         now, idle = time.monotonic(), self.options.idle_seconds
         for session_id, conversation in list(self.sessions.items()):
             seen = self._last_seen.get(session_id, now)
@@ -241,7 +295,9 @@ class StreamableHttp:
 
     # -- POST -----------------------------------------------------------------------------------
 
-    async def _post(self, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+    async def _post(
+        self, receive: Receive, send: Send, headers: Mapping[str, str], abort: Callable[[], None] | None
+    ) -> None:
         try:
             accepts = check_post(headers)
             conversation = self._session_of(headers) if "mcp-session-id" in headers else None
@@ -262,6 +318,7 @@ class StreamableHttp:
         announced = headers.get("mcp-protocol-version")
         if not isinstance(answer, Stream):
             return await self._answer(send, answer, accepts, extra, announced)
+        answer.abort = abort
         # The client's disconnect is watched only where the application acts on it (``dropped``).
         gone = None if answer.dropped is None else asyncio.ensure_future(_disconnected(receive))
         try:
@@ -282,10 +339,23 @@ class StreamableHttp:
         extra: tuple[tuple[bytes, bytes], ...],
         announced: str | None,
     ) -> None:
-        """The response to a POST answered at once: the reply, or 202."""
+        """The response to a POST answered at once: the reply, or 202. A full server says when a
+        session may be free (``Retry-After``, RFC 9110 §10.2.3)."""
         if answer is None:
             return await respond(send, 202, b"", None, extra)
+        if answer.error is CanonicalError.TOO_MANY_SESSIONS:
+            extra = (*extra, (b"retry-after", str(self._retry_after()).encode()))
         await send_reply(send, answer, accepts, extra, announced=announced)
+
+    def _retry_after(self) -> int:
+        """Whole seconds until the session seen longest ago, waiting for nothing, would idle out."""
+        now, idle = time.monotonic(), self.options.idle_seconds
+        due = [
+            seen + idle - now
+            for session_id, seen in self._last_seen.items()
+            if (conversation := self.sessions.get(session_id)) is not None and not conversation.busy
+        ]
+        return max(1, math.ceil(min(due, default=idle)))
 
     async def _stream(
         self,
@@ -316,7 +386,9 @@ class StreamableHttp:
 
     # -- GET and DELETE -------------------------------------------------------------------------
 
-    async def _get(self, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+    async def _get(
+        self, receive: Receive, send: Send, headers: Mapping[str, str], abort: Callable[[], None] | None
+    ) -> None:
         """The session's stream of messages that answer no request (one per session)."""
         if not self.conversations.streams:
             return await self._refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, allow=b"POST, DELETE")
@@ -332,6 +404,7 @@ class StreamableHttp:
             return await self.refuse(send, rejection, ())
         if stream is None:
             return await self._refuse(send, CanonicalError.HTTP_METHOD_NOT_ALLOWED, allow=b"POST, DELETE")
+        stream.abort = abort
         await _open_sse(send, ())
         await send({"type": "http.response.body", "body": b": stream open\n\n", "more_body": True})
         gone = asyncio.ensure_future(_disconnected(receive))
@@ -355,6 +428,12 @@ class StreamableHttp:
         await respond(send, 204, b"", None)
 
 
+def _abort_of(scope: Scope) -> Callable[[], None] | None:
+    """How to cut the request's connection at once, when the server offers it (``serve_http`` does)."""
+    abort = scope.get("extensions", {}).get(ABORT_EXTENSION)
+    return abort if callable(abort) else None
+
+
 async def _open_sse(send: Send, extra: tuple[tuple[bytes, bytes], ...]) -> None:
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), *extra]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -373,10 +452,10 @@ async def _next(stream: Stream, gone: asyncio.Task[None] | None) -> tuple[Reply,
     """The stream's next item, or ``_ClientGone`` once ``gone`` (the client's disconnect) came first.
     An item already there, or no disconnect watched: no task and no wait for two."""
     if gone is None or not stream.queue.empty():
-        return await stream.queue.get()
+        return stream.taken(await stream.queue.get())
     getting = asyncio.ensure_future(stream.queue.get())
     await asyncio.wait({getting, gone}, return_when=asyncio.FIRST_COMPLETED)
     if not getting.done():
         getting.cancel()
         raise _ClientGone
-    return getting.result()
+    return stream.taken(getting.result())

@@ -30,6 +30,7 @@ from ...registry.versions import (
     stated_version,
 )
 from ...transport.connection import Connection
+from ...transport.outbox import Outbox
 from ..session import Checks
 from ..verdicts import stand_in_answer
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
@@ -129,7 +130,7 @@ class StatefulUpstreams:
         self._signer: GrantSigner = checks.grants or signer_from({})  # the approvals' key, when there is one
         self._decided = asyncio.Event()
         self._passthrough = False
-        self._out: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._out = Outbox()
         self._identities: OrderedDict[bytes, _Identity] = OrderedDict()
         self._by_client: dict[RequestId, tuple[_Identity, int]] = {}  # a client's open call → where upstream
         self._tasks: set[asyncio.Task[None]] = set()
@@ -168,6 +169,7 @@ class StatefulUpstreams:
             assert self._first is not None
             await self._first.send(raw, about)
         elif about is not None and about.kind is REQUEST:
+            await self._out.room()  # a client that does not read what it is sent is read no further
             await self._request(about.document or jsonio.loads(raw), about)  # read, never changed
         elif about is not None and about.kind is NOTIFICATION:
             await self._notification(about.document or jsonio.loads(raw))
@@ -396,6 +398,9 @@ class StatefulUpstreams:
         expires = claims.get("expires")
         if not isinstance(expires, int | float) or expires <= self._signer.clock():
             raise _refusal("request_state_expired")
+        store = self._checks.single_use
+        if store is not None and not await store.claim("bridge:" + str(claims.get("exchange")), float(expires)):
+            raise _refusal("request_state_used")  # retried through another replica already
         exchange = identity.exchanges.pop(str(claims.get("exchange")), None)
         call = None if exchange is None else identity.calls.get(exchange.call)
         if exchange is None or call is None:
@@ -476,6 +481,7 @@ class StatefulUpstreams:
         try:
             async for raw, size in identity.connection.frames():
                 await self._heard(identity, raw, size)
+                await self._out.room()  # the client reads slower: the upstream is read no faster
         except Exception:  # a bridge fault must not end the other identities' traffic
             log.exception("gateway bridge: an upstream's frames could not be handled")
         finally:

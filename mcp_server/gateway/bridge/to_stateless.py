@@ -35,6 +35,7 @@ from ...registry.versions import (
     stated_version,
 )
 from ...transport.connection import Connection
+from ...transport.outbox import Outbox
 from ..session import Checks
 from ..verdicts import stand_in_answer, standing_in
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
@@ -102,7 +103,7 @@ class StatelessUpstream:
         self._passthrough: bool | None = None  # decided by the client's first frame
         self._decided = asyncio.Event()
         self._side: UpstreamSide | None = None
-        self._out: asyncio.Queue[bytes | None] = asyncio.Queue()  # frames for the client (bridge mode)
+        self._out = Outbox()  # frames for the client (bridge mode)
         self._calls: dict[RequestId, _Call] = {}  # by the upstream id of its request in flight
         self._live: dict[RequestId, _Call] = {}  # by the client's id, until answered
         self._asked: dict[str, tuple[_Call, str]] = {}  # the bridge's request to the client → its call, key
@@ -137,6 +138,7 @@ class StatelessUpstream:
         try:
             async for raw, size in self._inner.frames():
                 await self._heard(raw, size)
+                await self._out.room()  # the client reads slower: the upstream is read no faster
         finally:
             self._out.put_nowait(None)
 
@@ -163,6 +165,7 @@ class StatelessUpstream:
         if about is None:
             return  # not JSON-RPC: the session refused it already; nothing to translate
         if about.kind is REQUEST:
+            await self._out.room()  # a client that does not read what it is sent is read no further
             await self._request(about)  # the gateway's own (``tools/list``) comes without its document
         elif about.kind is NOTIFICATION:
             await self._notification(raw, about)
