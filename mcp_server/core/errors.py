@@ -107,6 +107,15 @@ class CanonicalError(Enum):
     # Gateway bridging the protocol eras (issue 22): what one era has and the other cannot carry;
     # ``data.feature`` names it (a method, a field, a capability). Never dropped in silence.
     NOT_BRIDGEABLE = (-32013, 501, "Feature cannot be bridged between protocol versions", "unsupported")
+    # Issue 31: an HTTP upstream answered 401 (no credentials, or none it takes) or 403 (not allowed);
+    # ``data.status`` and ``data.challenge`` (its WWW-Authenticate) say what it asked for. Relayed as
+    # a JSON-RPC error; only the HTTP front in passthrough mode answers with the status itself.
+    UPSTREAM_UNAUTHORIZED = (-32014, 401, "The server requires authorization", "unauthorized")
+    UPSTREAM_FORBIDDEN = (-32015, 403, "The server refused access", "forbidden")
+    # Issue 31: an HTTP front as a resource server (MCP authorization, RFC 6750 §3): no token or one it
+    # does not accept (401), a token without the scope the tool needs (403); WWW-Authenticate says why.
+    UNAUTHORIZED = (-32016, 401, "Authorization required", "unauthorized")
+    INSUFFICIENT_SCOPE = (-32017, 403, "Insufficient scope", "forbidden")
 
     def __init__(
         self,
@@ -186,6 +195,10 @@ HTTP_REFUSALS = frozenset(
         CanonicalError.UNKNOWN_SESSION,
         CanonicalError.TOO_MANY_SESSIONS,
         CanonicalError.STREAM_ALREADY_OPEN,
+        CanonicalError.UNAUTHORIZED,
+        CanonicalError.INSUFFICIENT_SCOPE,
+        CanonicalError.UPSTREAM_UNAUTHORIZED,
+        CanonicalError.UPSTREAM_FORBIDDEN,
     }
 )
 # MCP 2026-07-28 gives four JSON-RPC errors a status of their own, by code, whoever answers with them
