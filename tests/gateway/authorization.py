@@ -38,16 +38,18 @@ def protected_upstream(tmp_path: Path, *options: str) -> Iterator[str]:
 
 @contextmanager
 def authorization_server(tmp_path: Path, *options: str) -> Iterator[str]:
-    """``auth_server.py`` until the block ends: its issuer URL."""
+    """``auth_server.py`` until the block ends: its issuer identifier, as its metadata writes it (RFC
+    8414 compares issuers as strings)."""
     port = free_port()
-    issuer = f"http://127.0.0.1:{port}"
-    with running([*AUTH_SERVER, str(port), *options], f"{issuer}/jwks.json", server_env(tmp_path)):
-        yield issuer
+    base = f"http://127.0.0.1:{port}"
+    with running([*AUTH_SERVER, str(port), *options], f"{base}/jwks.json", server_env(tmp_path)):
+        yield str(httpx.get(f"{base}/.well-known/oauth-authorization-server", timeout=WAIT).json()["issuer"])
 
 
 def mint(issuer: str, seconds: int = 300, **claims: Any) -> str:
     """A token of the test authorization server with these claims (an audience, a scope, an expiry)."""
-    response = httpx.post(f"{issuer}/testing/mint", json={"claims": claims, "seconds": seconds}, timeout=WAIT)
+    asked = {"claims": claims, "seconds": seconds}
+    response = httpx.post(f"{issuer.rstrip('/')}/testing/mint", json=asked, timeout=WAIT)
     return str(response.raise_for_status().json()["token"])
 
 
