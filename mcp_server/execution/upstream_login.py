@@ -29,7 +29,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    OAuthToken,
+    ProtectedResourceMetadata,
+)
 from pydantic import AnyUrl, ValidationError
 
 from ..core import jsonio
@@ -119,6 +126,30 @@ class TokenFile:
         if self.configured is None:
             self._write("client", client_info.model_dump(mode="json", exclude_none=True))
 
+    def keep_discovery(self, context: Any) -> None:
+        """What the flow found (the resource's and the authorization server's metadata): a later run
+        refreshes its token at the right endpoint before it discovers anything (the SDK keeps these
+        in memory only, and would refresh at the resource's own origin)."""
+        found = {
+            "resource": context.protected_resource_metadata,
+            "authorization_server": context.oauth_metadata,
+        }
+        kept = {key: value.model_dump(mode="json", exclude_none=True) for key, value in found.items() if value}
+        if kept and kept != self.read().get("discovered"):
+            self._write("discovered", kept)
+
+    def restore_discovery(self, context: Any) -> None:
+        kept = self.read().get("discovered")
+        if not isinstance(kept, dict):
+            return
+        with contextlib.suppress(ValidationError, TypeError):
+            if context.protected_resource_metadata is None and "resource" in kept:
+                resource = ProtectedResourceMetadata.model_validate(kept["resource"])
+                context.protected_resource_metadata = resource
+                context.auth_server_url = str(resource.authorization_servers[0])
+            if context.oauth_metadata is None and "authorization_server" in kept:
+                context.oauth_metadata = OAuthMetadata.model_validate(kept["authorization_server"])
+
 
 class UpstreamLogin:
     """The upstream's bearer token for every session of the run (``transport/http_client.py``'s
@@ -142,6 +173,8 @@ class UpstreamLogin:
             settings.url, metadata, self.storage, redirect_handler=self._redirect, callback_handler=self._returned
         )
         self._lock = asyncio.Lock()
+        # The SDK logs a failed flow with its traceback; the gateway says it in one line (``renew``).
+        logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
         stored = self.storage.read().get("tokens")
         token = stored.get("access_token") if isinstance(stored, dict) else None
         self._current: str | None = f"Bearer {token}" if isinstance(token, str) else None
@@ -182,14 +215,18 @@ class UpstreamLogin:
         context.current_tokens = None if fresh else stored
         context.client_info = await self.storage.get_client_info()
         context.token_expiry_time = 1.0  # long past: refresh before anything else (0 would mean "never")
+        self.storage.restore_discovery(context)
         headers = {
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
             "MCP-Protocol-Version": self.settings.version,
         }
         timeout = httpx2.Timeout(30.0, read=self.settings.wait_seconds + 30.0)
-        async with httpx2.AsyncClient(auth=self.provider, timeout=timeout) as client:
-            await client.post(self.settings.url, content=_PING, headers=headers)
+        try:
+            async with httpx2.AsyncClient(auth=self.provider, timeout=timeout) as client:
+                await client.post(self.settings.url, content=_PING, headers=headers)
+        finally:
+            self.storage.keep_discovery(context)
 
     async def _redirect(self, authorization_url: str) -> None:
         """The user is sent to the authorization page: its URL on stderr, and the browser opened."""

@@ -37,6 +37,7 @@ from mcp_server.core.errors import CanonicalError
 from ..conftest import cli
 from ..servers import serving
 from .authorization import WAIT, assert_never_shown, authorization_server, gateway_vars, mint, protected_upstream
+from .conformance import free_port
 from .test_gateway import SDK_UPSTREAM
 from .test_gateway_http import HEADERS, body_of, http_gateway, rpc
 
@@ -355,3 +356,31 @@ def test_an_auth_setting_that_cannot_work_exits_2_naming_it(tmp_path: Path, spec
     done = cli(tmp_path, "gateway", "--listen", "http://127.0.0.1:0/mcp", "--auth", spec.format(**files), "--", "true")
     assert done.returncode == 2, done.stderr
     assert "reason=setup_failed" in done.stderr and named in done.stderr and "Traceback" not in done.stderr
+
+
+def test_in_passthrough_the_official_client_authorizes_with_the_upstreams_server_through_the_gateway(
+    tmp_path: Path,
+) -> None:
+    """Issue 31 (passthrough, chosen by the operator): the upstream's 401 comes back with its
+    `WWW-Authenticate` pointing to the gateway's own protected resource metadata, which names the
+    gateway's resource and the upstream's authorization server; the official client with its OAuth
+    provider authorizes there and calls a tool, its token going upstream."""
+    seen = tmp_path / "seen.tokens"
+    port = free_port()
+    front = f"http://127.0.0.1:{port}/mcp"
+    with authorization_server(tmp_path) as issuer:
+        accepted = ["--audience", front]  # the upstream takes tokens issued for its public face
+        with protected_upstream(tmp_path, "--issuer", issuer.rstrip("/"), *accepted, "--seen", str(seen)) as upstream:
+            options = ["--listen", front, "--upstream", upstream, "--auth", "passthrough"]
+            with http_gateway(tmp_path, *options, env=gateway_vars(tmp_path)) as gw:
+                challenged = httpx.post(gw.url, json=INITIALIZE, headers=HEADERS, timeout=WAIT)
+                metadata = httpx.get(_challenge(challenged)["resource_metadata"], timeout=WAIT)
+                provider, storage = oauth_provider(gw.url)
+                assert _run(_echo(gw.url, "passed through", auth=provider)) == "passed through"
+    assert challenged.status_code == CanonicalError.UNAUTHORIZED.http_status
+    assert (
+        _challenge(challenged)["resource_metadata"]
+        == f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+    )
+    assert metadata.json()["resource"] == front and metadata.json()["authorization_servers"] == [issuer]
+    assert storage.tokens is not None and storage.tokens.access_token in seen.read_text().split()
