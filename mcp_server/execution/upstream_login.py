@@ -40,6 +40,7 @@ from mcp.shared.auth import (
 from pydantic import AnyUrl, ValidationError
 
 from ..core import jsonio
+from ..core.errors import CanonicalError
 from ..core.files import write_atomic
 from ..core.settings import SetupError
 
@@ -114,13 +115,17 @@ class TokenFile:
     async def set_tokens(self, tokens: OAuthToken) -> None:
         self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
 
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
+    def client(self) -> OAuthClientInformationFull | None:
+        """The configured client, else the one registered before."""
         if self.configured is not None:
             return self.configured
         try:
             return OAuthClientInformationFull.model_validate(self.read()["client"])
         except (KeyError, ValidationError):
             return None
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client()
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         if self.configured is None:
@@ -165,7 +170,7 @@ class UpstreamLogin:
             redirect_uris=[AnyUrl(self.redirect_uri)],
             client_name=_CLIENT_NAME,
             grant_types=["authorization_code", "refresh_token"],
-            token_endpoint_auth_method="none" if settings.client_secret is None else "client_secret_post",
+            token_endpoint_auth_method="none",  # registered by the flow: a public client (PKCE)
             scope=settings.scope,
         )
         self._callback: _Callback | None = None
@@ -182,7 +187,7 @@ class UpstreamLogin:
     def authorization(self) -> str | None:
         return self._current
 
-    async def renew(self, rejected: str | None) -> bool:
+    async def renew(self, rejected: str | None, status: int, challenge: str | None) -> bool:
         async with self._lock:
             if self._current is not None and self._current != rejected:
                 return True  # renewed meanwhile, by another session of this run
@@ -191,7 +196,7 @@ class UpstreamLogin:
                 self._current = f"Bearer {stored.access_token}"  # renewed meanwhile by `mcp-server login`
                 return True
             try:
-                await self._flow(stored)
+                await self._answer(stored, status, challenge)
             except (OAuthFlowError, OAuthTokenError, OAuthRegistrationError, LoginNeeded, httpx2.HTTPError) as exc:
                 log.warning("upstream login: %s: %s", type(exc).__name__, _first_line(exc))
                 return False
@@ -200,33 +205,67 @@ class UpstreamLogin:
             return self._current is not None and self._current != rejected
 
     async def login(self) -> bool:
-        """Log in now (``mcp-server login``), whatever the file holds; whether a token came."""
+        """Log in now (``mcp-server login``), whatever the file holds; whether a token came. The flow
+        starts from the upstream's own refusal of a ``ping`` without a token."""
         async with self._lock:
-            await self._flow(None, fresh=True)
+            self._prepare(None, expired=False)
+            try:
+                async with httpx2.AsyncClient(auth=self.provider, timeout=self._timeout()) as client:
+                    await client.post(self.settings.url, content=_PING, headers=self._probe_headers())
+            finally:
+                self.storage.keep_discovery(self.provider.context)
             tokens = self.provider.context.current_tokens
             self._current = None if tokens is None else f"Bearer {tokens.access_token}"
             return self._current is not None
 
-    async def _flow(self, stored: OAuthToken | None, *, fresh: bool = False) -> None:
-        """The SDK's flow, driven by one request the upstream refuses without a token (a ``ping``
-        outside any session, whose answer is not used): refresh when the refused token can be, else
-        discovery, registration and the browser. The token the upstream refused counts as expired."""
+    async def _answer(self, stored: OAuthToken | None, status: int, challenge: str | None) -> None:
+        """The SDK's flow, answering the upstream's refusal (``status``, its ``challenge``) of the
+        token it had: a refresh when that token can be refreshed (a 401), else discovery, registration
+        and the browser; a 403 asking for more scope is a step-up. The flow's own requests (metadata,
+        registration, tokens) are sent; the request it authenticates is not: it is the refused one,
+        which the HTTP client sends again once a new token is here."""
+        self._prepare(stored, expired=status == CanonicalError.UPSTREAM_UNAUTHORIZED.http_status)
+        original = httpx2.Request("POST", self.settings.url, headers=self._probe_headers(), content=_PING)
+        refusal = httpx2.Response(status, headers={"WWW-Authenticate": challenge or "Bearer"}, request=original)
+        refused_token = None if stored is None else stored.access_token
+        flow = self.provider.async_auth_flow(original)
+        answered = False
+        try:
+            async with httpx2.AsyncClient(timeout=self._timeout()) as http:
+                request = await flow.__anext__()
+                while True:
+                    if request is original:
+                        tokens = self.provider.context.current_tokens
+                        if answered or (tokens is not None and tokens.access_token != refused_token):
+                            return  # a new token (refreshed, or at the end of the flow)
+                        response, answered = refusal, True
+                    else:
+                        response = await http.send(request)
+                    request = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
+            self.storage.keep_discovery(self.provider.context)
+
+    def _prepare(self, stored: OAuthToken | None, *, expired: bool) -> None:
+        """The SDK's context from the file: the token the upstream refused (``expired``: refreshed
+        before anything else), the registered client, what discovery found before."""
         context = self.provider.context
-        context.current_tokens = None if fresh else stored
-        context.client_info = await self.storage.get_client_info()
-        context.token_expiry_time = 1.0  # long past: refresh before anything else (0 would mean "never")
+        context.current_tokens = stored
+        context.client_info = self.storage.client()
+        context.token_expiry_time = 1.0 if expired else None  # long past (0 would mean "never")
         self.storage.restore_discovery(context)
-        headers = {
+
+    def _probe_headers(self) -> dict[str, str]:
+        return {
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
             "MCP-Protocol-Version": self.settings.version,
         }
-        timeout = httpx2.Timeout(30.0, read=self.settings.wait_seconds + 30.0)
-        try:
-            async with httpx2.AsyncClient(auth=self.provider, timeout=timeout) as client:
-                await client.post(self.settings.url, content=_PING, headers=headers)
-        finally:
-            self.storage.keep_discovery(context)
+
+    def _timeout(self) -> httpx2.Timeout:
+        return httpx2.Timeout(30.0, read=self.settings.wait_seconds + 30.0)
 
     async def _redirect(self, authorization_url: str) -> None:
         """The user is sent to the authorization page: its URL on stderr, and the browser opened."""
@@ -258,7 +297,8 @@ def _configured_client(settings: LoginSettings) -> OAuthClientInformationFull | 
         client_id=settings.client_id,
         client_secret=settings.client_secret,
         redirect_uris=[AnyUrl(f"http://127.0.0.1:{port}{_CALLBACK_PATH}")],
-        token_endpoint_auth_method="none" if settings.client_secret is None else "client_secret_post",
+        # RFC 6749 §2.3.1: every authorization server takes a client password in HTTP Basic.
+        token_endpoint_auth_method="none" if settings.client_secret is None else "client_secret_basic",
     )
 
 

@@ -43,8 +43,9 @@ class Authorizer(Protocol):
     def authorization(self) -> str | None:
         """The ``Authorization`` value to send now (``None``: none yet)."""
 
-    async def renew(self, rejected: str | None) -> bool:
-        """The upstream refused ``rejected`` (what was sent): get another; ``False`` when none can be had."""
+    async def renew(self, rejected: str | None, status: int, challenge: str | None) -> bool:
+        """The upstream refused ``rejected`` (what was sent) with ``status`` and its ``WWW-Authenticate``
+        ``challenge``: get another credential; ``False`` when none can be had."""
 
 
 # A dropped GET stream is opened again after this many seconds, doubled per attempt up to the most
@@ -233,7 +234,7 @@ class HttpClient:
             return False
         if status != CanonicalError.UPSTREAM_UNAUTHORIZED.http_status and not step_up:
             return False
-        return await self._authorizer.renew(sent)
+        return await self._authorizer.renew(sent, status, challenge)
 
     async def _refused(self, status: int, challenge: str | None, about: Message | None) -> None:
         """The upstream refused the credentials: the request is answered at once with what it asked

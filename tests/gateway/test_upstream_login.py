@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from mcp_server.core.errors import CanonicalError
 
-from ..conftest import cli
+from ..conftest import ROOT, cli, server_env
+from ..node_tools import CONFORMANCE, node_command
 from .authorization import (
     WAIT,
     assert_never_shown,
@@ -121,3 +126,50 @@ def test_login_with_nothing_to_log_in_to_exits_2(tmp_path: Path) -> None:
     config.write_text("[oauth]\nenabled = false\n")
     done = cli(tmp_path, "login", "--upstream", "http://127.0.0.1:9/mcp", "--config", str(config))
     assert done.returncode == 2 and "nothing to log in with" in done.stderr and "Traceback" not in done.stderr
+
+
+# The suite's authorization scenarios for a client (`conformance client --suite auth`), each run with
+# the gateway as the OAuth client, and what it gets. `basic-cimd` warns: the gateway registers itself
+# (or uses a configured client id) and publishes no client ID metadata document (an HTTPS URL of its
+# own, which a gateway on a user's machine does not have; ADR 0028).
+AUTH_SCENARIOS = {
+    "auth/metadata-default": "pass",
+    "auth/metadata-var1": "pass",
+    "auth/metadata-var2": "pass",
+    "auth/metadata-var3": "pass",
+    "auth/basic-cimd": "warning",
+    "auth/scope-from-www-authenticate": "pass",
+    "auth/scope-from-scopes-supported": "pass",
+    "auth/scope-omitted-when-undefined": "pass",
+    "auth/scope-step-up": "pass",
+    "auth/scope-retry-limit": "pass",
+    "auth/token-endpoint-auth-basic": "pass",
+    "auth/token-endpoint-auth-post": "pass",
+    "auth/token-endpoint-auth-none": "pass",
+    "auth/pre-registration": "pass",
+}
+
+
+@pytest.mark.conformance
+def test_the_conformance_suites_authorization_scenarios_pass_with_the_gateway_as_the_client(tmp_path: Path) -> None:
+    """Issue 31: the official conformance suite's client authorization scenarios (discovery variants,
+    scope selection and step-up, token endpoint authentication, pre-registration), the client being
+    the official SDK client over STDIO with the gateway as the OAuth client in front of the suite's
+    server; one at a time (two cores)."""
+    suite = node_command(CONFORMANCE, "conformance")
+    command = shlex.join([sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_auth_client.py")])
+    results = {}
+    for scenario in AUTH_SCENARIOS:
+        out = tmp_path / scenario.replace("/", "-")
+        subprocess.run(
+            [*suite, "client", "--command", command, "--scenario", scenario, "-o", str(out)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=120,
+            env=server_env(tmp_path),
+        )
+        statuses = {check["status"] for path in out.rglob("checks.json") for check in json.loads(path.read_text())}
+        results[scenario] = (
+            "fail" if "FAILURE" in statuses or not statuses else "warning" if "WARNING" in statuses else "pass"
+        )
+    assert results == AUTH_SCENARIOS
