@@ -138,7 +138,10 @@ def _front_auth(
     auth = args.auth or environ.get("MCP_AUTH") or None
     allow = args.allow_unauthenticated or environ.get("MCP_ALLOW_UNAUTHENTICATED") == "1"
     refuse_open_door(host, authenticated=auth is not None, allowed=allow, flag=flag)
-    return auth, args.auth_resource or environ.get("MCP_AUTH_RESOURCE")
+    resource = args.auth_resource or environ.get("MCP_AUTH_RESOURCE")
+    if resource is not None and not resource.startswith(("http://", "https://")):
+        raise SetupError(f"--auth-resource must be the http(s) URL clients reach the MCP endpoint at, got {resource!r}")
+    return auth, resource
 
 
 def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:

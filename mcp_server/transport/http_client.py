@@ -167,6 +167,14 @@ class HttpClient:
             headers["Authorization"] = authorization
         return headers
 
+    def _tell(self, line: str) -> None:
+        """A line on stderr, without the credentials sent (an upstream may echo them in an error)."""
+        sent = [*self._configured.values(), *self._credentials().values()]
+        secrets = {part for value in sent for part in (value, value.rsplit(" ", 1)[-1]) if len(part) >= 8}
+        for secret in sorted(secrets, key=len, reverse=True):
+            line = line.replace(secret, "[REDACTED]")
+        sys.stderr.write(f"upstream: {line}\n")
+
     async def send(self, raw: bytes, about: Message | None = None) -> None:
         if self._session_id is not None and self._listener is None:
             await self._listen_first(about)
@@ -195,7 +203,7 @@ class HttpClient:
             if refused is not None:
                 await self._refused(*refused, about)
         except httpx.HTTPError as exc:
-            sys.stderr.write(f"upstream: {type(exc).__name__}: {exc}\n")
+            self._tell(f"{type(exc).__name__}: {exc}")
             await self._queue.put(None)
         finally:
             self._slots.release()
@@ -222,7 +230,7 @@ class HttpClient:
                     await self._queue.put(body)
             elif response.status_code >= 400:
                 body = await response.aread()
-                sys.stderr.write(f"upstream: HTTP {response.status_code}: {body[:200]!r}\n")
+                self._tell(f"HTTP {response.status_code}: {body[:200]!r}")
         return None
 
     async def _renewed(self, refused: tuple[int, str | None], sent: str | None) -> bool:
@@ -243,7 +251,7 @@ class HttpClient:
         what = "requires authorization" if member is CanonicalError.UPSTREAM_UNAUTHORIZED else "refused access"
         said = f"the server {what}: {challenge}" if challenge else f"the server {what} (HTTP {status}, no challenge)"
         if about is None or about.kind is not REQUEST or about.id is None:
-            sys.stderr.write(f"upstream: {said}\n")
+            self._tell(said)
             return
         extra = {"status": status, "challenge": challenge or ""}
         rejection = Rejection(member, [{"path": "", "msg": said}], extra=extra)
@@ -266,13 +274,13 @@ class HttpClient:
             if status in (404, 405):
                 return
             if status in _REFUSALS and not await self._renewed((status, None), credentials.get("Authorization")):
-                sys.stderr.write(f"upstream: GET stream: HTTP {status}: the server refused the credentials\n")
+                self._tell(f"GET stream: HTTP {status}: the server refused the credentials")
                 return
             if carried:
                 backoff = _RETRY_FIRST
             else:
                 if backoff == _RETRY_FIRST and status != 200:  # the first failure in a row is told
-                    sys.stderr.write(f"upstream: GET stream: {'HTTP ' if isinstance(status, int) else ''}{status}\n")
+                    self._tell(f"GET stream: {'HTTP ' if isinstance(status, int) else ''}{status}")
                 backoff = min(backoff * 2, _RETRY_MOST)
             await asyncio.sleep(self._server_retry if self._server_retry is not None else backoff)
 

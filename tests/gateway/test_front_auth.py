@@ -384,3 +384,11 @@ def test_in_passthrough_the_official_client_authorizes_with_the_upstreams_server
     )
     assert metadata.json()["resource"] == front and metadata.json()["authorization_servers"] == [issuer]
     assert storage.tokens is not None and storage.tokens.access_token in seen.read_text().split()
+
+
+def test_an_auth_resource_that_is_no_url_exits_2(tmp_path: Path) -> None:
+    """Issue 31 / brief (bad input gets a clear error): `--auth-resource` must be the URL clients use."""
+    tokens = _tokens_file(tmp_path, FRONT_TOKEN)
+    options = ["--auth", f"tokens:{tokens}", "--auth-resource", "mcp.example.com/mcp"]
+    done = cli(tmp_path, "gateway", "--listen", "http://127.0.0.1:0/mcp", *options, "--", "true")
+    assert done.returncode == 2 and "--auth-resource must be" in done.stderr and "Traceback" not in done.stderr
