@@ -291,7 +291,7 @@ def run_http(
     *,
     max_sessions: int,
     idle_seconds: float,
-    resource: str,
+    resource: str | None = None,
 ) -> int:
     """The Streamable HTTP front (the HTTP stack is imported only here); ``resource``: its public MCP
     URL, what a token's audience names and the protected resource metadata describes."""
@@ -311,6 +311,9 @@ def run_http(
         versions=frozenset(gateway.checks.registry.versions),
     )
     access = FrontAccess()
+    if resource is None:  # the URL listened on
+        host, port = listener.getsockname()[:2]
+        resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}{listen.path}"
     if gateway.front_check is not None:
         check, scopes = gateway.front_check(resource), gateway.checks.config.tool_scopes
         access = FrontAccess(auth=FrontAuth(check=check, resource=resource, tool_scopes=scopes))

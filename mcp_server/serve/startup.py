@@ -109,7 +109,7 @@ def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
             settings.socket_path.unlink()  # ours: bound above (a file that was there is never removed)
 
 
-def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, resource: str) -> None:
+def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, resource: str | None = None) -> None:
     """Streamable HTTP at ``/mcp``, the REST face, ``/metrics`` (the HTTP stack is imported only here);
     ``resource``: the public MCP URL a token is for."""
     import socket
@@ -137,6 +137,9 @@ def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, 
         allowed_hosts=settings.allowed_hosts,
         max_sessions=settings.max_sessions,
     )
+    if resource is None:  # the URL listened on
+        host, port = listener.getsockname()[:2]
+        resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
     auth = None if server.front_check is None else FrontAuth(check=server.front_check(resource), resource=resource)
     app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events, auth=auth)
     asyncio.run(serve_http(app, listener, on_ready=on_ready))
