@@ -176,7 +176,9 @@ _BY_CODE: Mapping[int, CanonicalError] = MappingProxyType({m.jsonrpc_code: m for
 # members refuse the HTTP request itself, before any request of a live session is read, and keep
 # their own status under every version: a body that is no JSON-RPC message (400) or too large (413),
 # no session or an unknown one (400, 404), a bad MCP-Protocol-Version (400), what the transport
-# refuses about the HTTP request (403, 405, 406, 409, 415) and the session cap (503).
+# refuses about the HTTP request (403, 405, 406, 409, 415), the session cap (503), and authorization:
+# the front's own (401, 403) and, in passthrough mode only, the upstream's (issue 31; relayed to any
+# other client those two are replies like any other, status 200).
 HTTP_REFUSALS = frozenset(
     {
         CanonicalError.PARSE_ERROR,

@@ -115,7 +115,7 @@ def test_an_upstream_login_that_cannot_finish_is_the_challenge_not_a_hang(tmp_pa
 def _waiting(tmp_path: Path) -> Path:
     """A configuration whose login waits a moment only for the user (none comes: no browser)."""
     config = tmp_path / "short-wait.toml"
-    config.write_text("[oauth]\nwait_seconds = 2\n")
+    config.write_text("[oauth]\nwait_seconds = 1\n")
     return config
 
 
