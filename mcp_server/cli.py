@@ -63,6 +63,7 @@ EXAMPLES = {
     "doctor": "mcp-server doctor -- python my_server.py",
     "wrap": "mcp-server wrap ~/.cursor/mcp.json",
     "lock": "mcp-server lock --output mcp.lock.json -- python my_server.py",
+    "login": "mcp-server login --upstream https://example.com/mcp",
 }
 
 
@@ -98,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", metavar="HOST:PORT", help="serve MCP Streamable HTTP")
     serve.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     serve.add_argument("--tools", type=Path, help="HTTP-backed tool catalogue (or MCP_HTTP_TOOLS_FILE)")
+    _add_front_auth(serve, passthrough=False)
     validate = commands.add_parser("validate", **_described("validate", "validate one asset file"))
     validate.add_argument("file")
     validate.add_argument("--schema", metavar="NAME")
@@ -106,6 +108,40 @@ def _parser() -> argparse.ArgumentParser:
     _add_offline(commands)
     _add_wrap_and_doctor(commands)
     return parser
+
+
+def _add_front_auth(parser: argparse.ArgumentParser, *, passthrough: bool) -> None:
+    """Who may use an HTTP front (issue 31, docs/authentication.md)."""
+    forms = "tokens:FILE, jwt:ISSUER_URL" + (" or passthrough" if passthrough else "")
+    parser.add_argument("--auth", metavar="SPEC", help=f"HTTP: check each request's bearer token: {forms} (MCP_AUTH)")
+    parser.add_argument(
+        "--auth-resource", metavar="URL", help="HTTP: the public MCP URL tokens are for (default: the one listened on)"
+    )
+    parser.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="HTTP: serve anyone who reaches a non-loopback address (MCP_ALLOW_UNAUTHENTICATED=1)",
+    )
+
+
+def _front_auth(
+    args: argparse.Namespace, environ: Mapping[str, str], host: str | None, flag: str
+) -> tuple[str | None, str | None]:
+    """``--auth`` and ``--auth-resource`` (or their variables) of an HTTP front on ``host`` (``None``:
+    no HTTP front), which may not serve other hosts unauthenticated (issue 31)."""
+    from .execution.access import refuse_open_door
+
+    if host is None:
+        if args.auth:
+            raise SetupError("--auth is for an HTTP front")
+        return None, None
+    auth = args.auth or environ.get("MCP_AUTH") or None
+    allow = args.allow_unauthenticated or environ.get("MCP_ALLOW_UNAUTHENTICATED") == "1"
+    refuse_open_door(host, authenticated=auth is not None, allowed=allow, flag=flag)
+    resource = args.auth_resource or environ.get("MCP_AUTH_RESOURCE")
+    if resource is not None and not resource.startswith(("http://", "https://")):
+        raise SetupError(f"--auth-resource must be the http(s) URL clients reach the MCP endpoint at, got {resource!r}")
+    return auth, resource
 
 
 def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
@@ -126,6 +162,8 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
+    gateway.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
+    _add_front_auth(gateway, passthrough=True)
     gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     gateway.add_argument("--lock", type=Path, metavar="FILE", help="tool lockfile (`mcp-server lock`) to hold tools to")
     gateway.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
@@ -137,6 +175,9 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument(
         "--otel", action="store_true", help="export a span per forwarded call (MCP_OTEL=1; the otel extra; OTEL_*)"
     )
+
+
+_HEADER_HELP = "sent to the --upstream with every request (repeatable); VALUE may hold ${VAR} or ${file:PATH}"
 
 
 def _add_offline(commands: Any) -> None:
@@ -175,6 +216,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     doctor.add_argument("--format", choices=["text", "json"], default="text", help="the verdict's form (text)")
     doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
     doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
+    doctor.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
     add_wrap_arguments(
         commands.add_parser(
             "wrap", **_described("wrap", "put every server of an MCP client's configuration behind the gateway")
@@ -189,6 +231,13 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     lock.add_argument("--output", type=Path, default=Path("mcp.lock.json"), help="the lockfile (mcp.lock.json)")
     lock.add_argument("--server", metavar="NAME", help="its entry's key (default: the server's serverInfo.name)")
     lock.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    lock.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
+    login = commands.add_parser(
+        "login",
+        **_described("login", "log the gateway in to an HTTP upstream that asks for OAuth, ahead of time"),
+    )
+    login.add_argument("--upstream", metavar="URL", required=True, help="the Streamable HTTP MCP endpoint")
+    login.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): its oauth table")
 
 
 def _setup_logging(environ: Mapping[str, str]) -> None:
@@ -266,9 +315,17 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.http:
         host, port = parse_host_port(args.http, name="--http")
         settings = replace(settings, endpoint="http", http_host=host, http_port=port)
+    http = settings.endpoint == "http"
+    auth, resource = _front_auth(args, environ, settings.http_host if http else None, "--http")
     events = _event_log(settings, args, "serve")
     server = startup.prepare(
-        settings, environ, events, policy_path=args.policy, tools_path=args.tools, assert_formats=args.assert_formats
+        settings,
+        environ,
+        events,
+        policy_path=args.policy,
+        tools_path=args.tools,
+        assert_formats=args.assert_formats,
+        auth=auth,
     )
     _redact_logs(server.boundary.policy.redactor)
     mode = settings.endpoint
@@ -294,7 +351,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             startup.run_socket(server, ready(f"path={settings.socket_path} "))
         else:
             listener, url = _listen_tcp(settings.http_host, settings.http_port, "/mcp")
-            startup.run_http(server, listener, ready(f"url={url} ", url))
+            startup.run_http(server, listener, ready(f"url={url} ", url), resource=resource or url)
     finally:
         for path in cleanup:
             with contextlib.suppress(FileNotFoundError):
@@ -309,23 +366,11 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     from .gateway import startup
 
     listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
+    auth, resource = _front_auth(args, environ, listen.host if listen.front == "http" else None, "--listen")
     settings = Settings.from_env(environ)
     events = _event_log(settings, args, "gateway")
-    gateway = startup.prepare(
-        settings,
-        environ,
-        events,
-        upstream_url=args.upstream,
-        command=command,
-        config_path=args.config,
-        mode=args.mode,
-        policy_path=args.policy,
-        assert_formats=args.assert_formats,
-        lock_path=args.lock,
-        lock_server=args.lock_server,
-        tracer=_tracer(args, settings, environ),
-        bridge=args.bridge,
-    )
+    options = _gateway_options(args, command, settings, environ)
+    gateway = startup.prepare(settings, environ, events, **options, auth=auth, interactive=True)
     _redact_logs(gateway.redactor)
     _open_log(events, gateway.redactor)
     detail = {"mode": "gateway", "schemas": gateway.checks.registry.provenance}
@@ -346,7 +391,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         if listen.front == "http":
             listener, url = _listen_tcp(listen.host, listen.port, listen.path)
             limits = {"max_sessions": args.max_sessions, "idle_seconds": args.idle_timeout}
-            return startup.run_http(gateway, listener, listen, on_ready(url, url), **limits)
+            return startup.run_http(gateway, listener, listen, on_ready(url, url), resource=resource or url, **limits)
         from .transport.unix_socket import bind_unix_socket
 
         path = Path(listen.path)
@@ -363,6 +408,25 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         events.emit("stop", status="stopped", transport=listen.front, detail={"mode": "gateway"})
         events.close()
         _say("mcp:shutdown mode=gateway")
+
+
+def _gateway_options(
+    args: argparse.Namespace, command: list[str], settings: Settings, environ: Mapping[str, str]
+) -> dict[str, Any]:
+    """What the command line says of the gateway run, as ``startup.prepare`` takes it."""
+    return {
+        "upstream_url": args.upstream,
+        "command": command,
+        "config_path": args.config,
+        "mode": args.mode,
+        "policy_path": args.policy,
+        "assert_formats": args.assert_formats,
+        "lock_path": args.lock,
+        "lock_server": args.lock_server,
+        "tracer": _tracer(args, settings, environ),
+        "bridge": args.bridge,
+        "headers": args.header,
+    }
 
 
 def _tracer(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> Tracer:
@@ -383,7 +447,9 @@ def _lock(args: argparse.Namespace, command: list[str], environ: Mapping[str, st
     from .gateway import lock, startup
 
     settings = Settings.from_env(environ)
-    gateway = startup.prepare(settings, environ, None, upstream_url=args.upstream, command=command, mode="observe")
+    gateway = startup.prepare(
+        settings, environ, None, upstream_url=args.upstream, command=command, mode="observe", headers=args.header
+    )
     return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=args.timeout)
 
 
@@ -400,8 +466,29 @@ def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, 
         config_path=args.config,
         mode="observe",  # everything passes, so that everything is seen and counted
         policy_path=args.policy,
+        headers=args.header,
     )
     return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=args.timeout, format=args.format)
+
+
+def _login(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``mcp-server login``: the gateway's OAuth login to an upstream now, its tokens kept for later runs."""
+    import asyncio
+
+    from .gateway import startup
+
+    settings = Settings.from_env(environ)
+    gateway = startup.prepare(
+        settings, environ, None, upstream_url=args.upstream, command=[], config_path=args.config, interactive=True
+    )
+    if gateway.login is None:
+        raise SetupError(
+            "nothing to log in with: the oauth extra is needed (pip install 'mcp-server[oauth]'), and no "
+            "Authorization header or oauth.enabled = false may be configured"
+        )
+    from .execution.upstream_login import login_now
+
+    return asyncio.run(login_now(gateway.login, gateway.upstream_name))
 
 
 def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
@@ -450,6 +537,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return _doctor(args, command, environ)
         if args.command == "lock":
             return _lock(args, command, environ)
+        if args.command == "login":
+            return _login(args, environ)
         if args.command == "wrap":
             from .offline.wrap import run_wrap
 

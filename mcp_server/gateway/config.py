@@ -42,6 +42,12 @@ class GatewayConfig:
     # The tool lockfile (a path relative to the configuration file's folder) and its server's key.
     lock: Path | None = None
     lock_server: str | None = None
+    # Issue 31: an HTTP upstream's headers (unexpanded: ``registry/credentials.py`` reads them), the
+    # gateway's login to it, the scopes a front's token needs per tool, and the file's folder.
+    headers: Mapping[str, str] = field(default_factory=dict)
+    oauth: Mapping[str, Any] = field(default_factory=dict)
+    tool_scopes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    folder: Path | None = None
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -60,6 +66,7 @@ class GatewayConfig:
         if mode is not None and mode not in {m.value for m in Mode}:
             raise SetupError(f"--mode must be enforce or observe, got {mode!r}")
         directions = document.get("directions", {})
+        tools = document.get("tools", {})
         return cls(
             mode=Mode(mode or document.get("mode", Mode.ENFORCE)),
             directions={Direction(k): Mode(v) for k, v in directions.items()},
@@ -70,4 +77,8 @@ class GatewayConfig:
             request_timeout_seconds=float(document.get("request_timeout_seconds", 120.0)),
             lock=None if path is None or "lock" not in document else path.parent / document["lock"],
             lock_server=document.get("lock_server"),
+            headers=document.get("headers", {}),
+            oauth=document.get("oauth", {}),
+            tool_scopes={name: frozenset(entry["scopes"]) for name, entry in tools.items() if "scopes" in entry},
+            folder=None if path is None else path.parent,
         )

@@ -6,26 +6,33 @@ the settings and the event log; nothing here parses it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import re
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
+from ..execution.access import AccessCheck, load_access
 from ..execution.boundary import load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
-from ..execution.redaction import Redactor
+from ..execution.redaction import MASK, Redactor
 from ..execution.single_use import REDIS_URL_VARIABLE, single_use_from
 from ..observe.events import EventLog
 from ..observe.tracing import Tracer
+from ..registry.credentials import UpstreamHeaders, expand, scrub, upstream_headers
 from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
 from .config import GatewayConfig
+
+if TYPE_CHECKING:
+    from ..execution.upstream_login import UpstreamLogin
 from .reports import new_report
 from .session import Checks
 
@@ -73,6 +80,12 @@ class Gateway:
     upstream_name: str  # redacted: for the ready line
     redactor: Redactor
     processes: bool = True  # each session's upstream is a process of its own (a command, not a URL)
+    # Issue 31: the gateway's login to an HTTP upstream (``None``: none configured or possible), and
+    # the HTTP front's own check of tokens (made once its resource URL is known) or passthrough.
+    login: UpstreamLogin | None = None
+    upstream_url: str | None = None
+    front_check: Callable[[str], AccessCheck] | None = None
+    passthrough: bool = False
 
 
 def prepare(
@@ -90,30 +103,33 @@ def prepare(
     lock_server: str | None = None,
     tracer: Tracer | None = None,
     bridge: str | None = None,
+    headers: Sequence[str] = (),
+    auth: str | None = None,
+    interactive: bool = False,
 ) -> Gateway:
+    """``interactive``: a login to the upstream may send the user to the browser (not ``doctor``)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
     config = GatewayConfig.load(config_path, registry, mode=mode)
     limit = settings.max_frame_bytes
     boundary = load_boundary(environ, registry, max_frame_bytes=limit, policy_path=policy_path, catalogue=False)
-    redactor = boundary.policy.redactor
     if upstream_url:
         reason = boundary.policy.outbound_denial(upstream_url, "POST")
         if reason is not None:
             raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
-    new_upstream = _upstreams(upstream_url, command, limit, config.grace_seconds, redactor)
-    name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
+    front_check, passthrough = _front(auth, upstream_url)
+    credentials = _credentials(upstream_url, headers, config, environ)
+    login = _login(upstream_url, config, credentials, environ, registry, interactive=interactive, off=passthrough)
+    secrets = _secrets(credentials, login)
+    redactor = _hiding(boundary.policy.redactor, secrets)
+    new_upstream = _upstreams(
+        upstream_url, command, limit, config.grace_seconds, redactor, credentials, login, forward=passthrough
+    )
+    name = scrub(new_upstream().name, secrets)  # a bad URL or a missing command is refused here, first
     policy = boundary.stage_policy
     report = new_report(name, config, policy, events)
-    lock_path = lock_path or config.lock
-    lock = None if lock_path is None else Lockfile.load(lock_path, registry)
-    lock_server = lock_server or config.lock_server
-    if lock is None and lock_server is not None:
-        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
-    if lock is not None and lock_server is not None and lock_server not in lock.servers:
-        held = ", ".join(lock.servers) or "none"
-        raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    lock, lock_server = _lockfile(lock_path or config.lock, lock_server or config.lock_server, registry)
     grants = _grants(policy, environ)
     single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
     checks = Checks(
@@ -130,7 +146,89 @@ def prepare(
         upstream_name=redactor.redact_text(name)[0],
         redactor=redactor,
         processes=not upstream_url,
+        login=login,
+        upstream_url=upstream_url,
+        front_check=front_check,
+        passthrough=passthrough,
     )
+
+
+def _lockfile(path: Path | None, server: str | None, registry: SchemaRegistry) -> tuple[Lockfile | None, str | None]:
+    """The tool lockfile and its server's key, checked against each other."""
+    lock = None if path is None else Lockfile.load(path, registry)
+    if lock is None and server is not None:
+        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
+    if lock is not None and server is not None and server not in lock.servers:
+        held = ", ".join(lock.servers) or "none"
+        raise SetupError(f"lockfile {path}: no server {server!r} (it holds {held})")
+    return lock, server
+
+
+def _front(auth: str | None, upstream_url: str | None) -> tuple[Callable[[str], AccessCheck] | None, bool]:
+    """``--auth``: the HTTP front's own check of tokens, or passthrough to an HTTP upstream."""
+    if auth != "passthrough":
+        return (None if auth is None else load_access(auth)), False
+    if not upstream_url:
+        raise SetupError("--auth passthrough passes the client's credentials to an HTTP upstream: give --upstream URL")
+    return None, True
+
+
+def _secrets(credentials: UpstreamHeaders, login: UpstreamLogin | None) -> tuple[str, ...]:
+    """What no output may show: the configured headers' values, the login's client secret."""
+    secret = None if login is None else login.settings.client_secret
+    return (*credentials.secrets, *([secret] if secret else []))
+
+
+def _credentials(
+    url: str | None, given: Sequence[str], config: GatewayConfig, environ: Mapping[str, str]
+) -> UpstreamHeaders:
+    """The upstream's headers (``--header``, the configuration's), values read now (issue 31)."""
+    if not url:
+        if given or config.headers:
+            raise SetupError("--header and the configuration's headers are for an HTTP upstream (--upstream URL)")
+        return UpstreamHeaders({})
+    return upstream_headers(given, config.headers, environ, base=config.folder)
+
+
+def _hiding(redactor: Redactor, secrets: Sequence[str]) -> Redactor:
+    """The policy's redactor that also hides the configured credentials, wherever a line shows them."""
+    literal = tuple((re.compile(re.escape(secret)), MASK) for secret in secrets)
+    return dataclasses.replace(redactor, patterns=literal + redactor.patterns) if literal else redactor
+
+
+def _login(
+    url: str | None,
+    config: GatewayConfig,
+    credentials: UpstreamHeaders,
+    environ: Mapping[str, str],
+    registry: SchemaRegistry,
+    *,
+    interactive: bool,
+    off: bool,
+) -> UpstreamLogin | None:
+    """The gateway's login to an HTTP upstream that asks for OAuth: unless an ``Authorization`` is
+    configured, the client's is passed through, the configuration turns it off, or the SDK (the
+    ``oauth`` extra) is not installed (then a 401 is only reported)."""
+    oauth = config.oauth
+    if not url or off or credentials.authorization or oauth.get("enabled") is False:
+        return None
+    try:
+        from ..execution.upstream_login import LoginSettings, UpstreamLogin, token_path
+    except ImportError:
+        return None
+    secret = oauth.get("client_secret")
+    settings = LoginSettings(
+        url=url,
+        token_file=token_path(url, environ),
+        client_id=oauth.get("client_id"),
+        client_secret=None if secret is None else expand("oauth.client_secret", secret, environ, config.folder),
+        scope=oauth.get("scope"),
+        redirect_port=int(oauth.get("redirect_port", 0)),
+        interactive=interactive,
+        wait_seconds=float(oauth.get("wait_seconds", 300.0)),
+        version=registry.latest_handshake,
+    )
+    return UpstreamLogin(settings)
 
 
 def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | None:
@@ -147,15 +245,27 @@ def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | 
 
 
 def _upstreams(
-    url: str | None, command: Sequence[str], limit: int, grace_seconds: float, redactor: Redactor
+    url: str | None,
+    command: Sequence[str],
+    limit: int,
+    grace_seconds: float,
+    redactor: Redactor,
+    credentials: UpstreamHeaders,
+    login: UpstreamLogin | None,
+    *,
+    forward: bool,
 ) -> Callable[[], Connection]:
-    """How each session's upstream is made: a Streamable HTTP client, or a child process of its own."""
+    """How each session's upstream is made: a Streamable HTTP client (its credentials, the run's
+    login, or the client's in passthrough), or a child process of its own."""
 
     def new_upstream() -> Connection:
         if url:
             from ..transport.http_client import HttpClient  # the HTTP client stack, only when used
 
-            return HttpClient(url, max_frame_bytes=limit)
+            headers = credentials.headers
+            return HttpClient(
+                url, max_frame_bytes=limit, headers=headers, authorizer=login, forward_authorization=forward
+            )
         from ..transport.child_process import ChildProcess
 
         return ChildProcess(
@@ -218,10 +328,13 @@ def run_http(
     *,
     max_sessions: int | None,
     idle_seconds: float,
+    resource: str | None = None,
 ) -> int:
-    """The Streamable HTTP front (the HTTP stack is imported only here)."""
+    """The Streamable HTTP front (the HTTP stack is imported only here); ``resource``: its public MCP
+    URL, what a token's audience names and the protected resource metadata describes."""
+    from ..execution.access import FrontAuth, UpstreamResource
     from ..transport.streamable import HttpOptions
-    from .http_front import run_gateway_http
+    from .http_front import FrontAccess, run_gateway_http
 
     settings = gateway.settings
     if max_sessions is None:
@@ -238,5 +351,15 @@ def run_http(
         read_seconds=settings.http_read_seconds,
         versions=frozenset(gateway.checks.registry.versions),
     )
-    serving = run_gateway_http(gateway.new_upstream, gateway.checks, options, listener, settings.runs_dir, on_ready)
+    access = FrontAccess()
+    if resource is None:  # the URL listened on
+        host, port = listener.getsockname()[:2]
+        resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}{listen.path}"
+    if gateway.front_check is not None:
+        check, scopes = gateway.front_check(resource), gateway.checks.config.tool_scopes
+        access = FrontAccess(auth=FrontAuth(check=check, resource=resource, tool_scopes=scopes))
+    elif gateway.passthrough and gateway.upstream_url is not None:
+        access = FrontAccess(passthrough=UpstreamResource(gateway.upstream_url, resource))
+    checks, runs_dir = gateway.checks, settings.runs_dir
+    serving = run_gateway_http(gateway.new_upstream, checks, options, listener, runs_dir, on_ready, access)
     return asyncio.run(serving)

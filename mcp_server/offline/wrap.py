@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 from collections.abc import Mapping
@@ -73,16 +74,41 @@ def _wrapped(entry: Mapping[str, Any]) -> bool:
     )
 
 
-def _behind_url(entry: Mapping[str, Any], gateway: str, url: str) -> dict[str, Any]:
-    """A remote server's entry as a local one: the gateway with ``--upstream URL`` (keys kept in place)."""
+def _carried_headers(name: str, headers: Any) -> tuple[list[str], dict[str, str]]:
+    """A remote entry's ``headers`` as the gateway's ``--header`` arguments (issue 31). A literal value
+    (a credential) moves to the entry's ``env`` and the argument names its variable, so that it is
+    never in the process's arguments; a value naming variables already (``${...}``) stays as it is."""
+    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
+        raise SetupError(f"server {name!r}: headers must be a JSON object of strings")
+    args: list[str] = []
+    env: dict[str, str] = {}
+    for header, value in headers.items():
+        if "${" in value:
+            args += ["--header", f"{header}: {value}"]
+            continue
+        variable = "MCP_HEADER_" + re.sub(r"[^A-Z0-9]", "_", str(header).upper())
+        env[variable] = value
+        args += ["--header", f"{header}: ${{{variable}}}"]
+    return args, env
+
+
+def _behind_url(name: str, entry: Mapping[str, Any], gateway: str, url: str) -> dict[str, Any]:
+    """A remote server's entry as a local one: the gateway with ``--upstream URL`` and its headers
+    (keys kept in place)."""
+    headers, variables = _carried_headers(name, entry.get("headers", {}))
     rewritten: dict[str, Any] = {}
     for key, value in entry.items():
         if key == "url":
-            rewritten["command"], rewritten["args"] = gateway, ["gateway", "--upstream", url]
+            rewritten["command"], rewritten["args"] = gateway, ["gateway", "--upstream", url, *headers]
         elif key == "type":
             rewritten["type"] = "stdio"
         elif key != "headers":
             rewritten[key] = value
+    if variables:
+        env = rewritten.get("env", {})
+        if not isinstance(env, Mapping):
+            raise SetupError(f"server {name!r}: env must be a JSON object")
+        rewritten["env"] = {**env, **variables}
     return rewritten
 
 
@@ -103,11 +129,9 @@ def _wrap_entry(name: str, entry: Any, gateway: str, runs: str) -> tuple[dict[st
     if isinstance(url, str) and url:
         if entry.get("type") == "sse":
             return None, "left alone: a legacy SSE server (the gateway speaks Streamable HTTP)"
-        if entry.get("headers"):
-            return None, "left alone: it sends headers of its own, which the gateway cannot add"
         if not url.startswith(("http://", "https://")):
             raise SetupError(f"server {name!r}: url must be http(s), got {url!r}")
-        return _with_runs(_behind_url(entry, gateway, url), name, runs), "wrapped"
+        return _with_runs(_behind_url(name, entry, gateway, url), name, runs), "wrapped"
     raise SetupError(f"server {name!r} has neither a command nor a url")
 
 

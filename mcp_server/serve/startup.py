@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..core.settings import Settings, SetupError
 from ..core.types import Handler
+from ..execution.access import AccessCheck, load_access
 from ..execution.boundary import Boundary, load_boundary
 from ..execution.gate import event_sink
 from ..execution.peer import attach_peer
@@ -35,6 +36,7 @@ class Server:
     tools: ToolSet
     handler: Handler
     events: EventLog
+    front_check: Callable[[str], AccessCheck] | None = None  # ``--auth``: made once the URL is known
 
 
 def prepare(
@@ -45,10 +47,12 @@ def prepare(
     policy_path: Path | None = None,
     tools_path: Path | None = None,
     assert_formats: bool = False,
+    auth: str | None = None,
 ) -> Server:
     """Everything ``serve`` runs, read and checked before any transport starts (``SetupError``).
     ``assert_formats``: string formats are checked (``invalid_format``) instead of annotations."""
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
+    front_check = None if auth is None else load_access(auth)  # a bad --auth is refused first
     corpus = load_corpus(environ, registry)
     boundary = load_boundary(
         environ,
@@ -78,6 +82,7 @@ def prepare(
         tools=tools,
         handler=handler,
         events=events,
+        front_check=front_check,
     )
 
 
@@ -104,10 +109,12 @@ def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
             settings.socket_path.unlink()  # ours: bound above (a file that was there is never removed)
 
 
-def run_http(server: Server, listener: object, on_ready: Callable[[], None]) -> None:
-    """Streamable HTTP at ``/mcp``, the REST face, ``/metrics`` (the HTTP stack is imported only here)."""
+def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, resource: str | None = None) -> None:
+    """Streamable HTTP at ``/mcp``, the REST face, ``/metrics`` (the HTTP stack is imported only here);
+    ``resource``: the public MCP URL a token is for."""
     import socket
 
+    from ..execution.access import FrontAuth
     from ..observe.metrics import Metrics
     from ..transport.http import serve_http
     from ..transport.streamable import HttpOptions
@@ -131,5 +138,9 @@ def run_http(server: Server, listener: object, on_ready: Callable[[], None]) -> 
         max_sessions=settings.max_sessions,
         read_seconds=settings.http_read_seconds,
     )
-    app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events)
+    if resource is None:  # the URL listened on
+        host, port = listener.getsockname()[:2]
+        resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
+    auth = None if server.front_check is None else FrontAuth(check=server.front_check(resource), resource=resource)
+    app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events, auth=auth)
     asyncio.run(serve_http(app, listener, on_ready=on_ready, read_seconds=options.read_seconds))

@@ -165,6 +165,7 @@ async def send_reply(
     code = reply.error.mcp_code if reply.error is not None else reply.code
     status = reply_status(reply.error, code, reply.version or announced)
     body = reply.to_bytes()
+    extra = (*extra, *reply.headers)
     if accepts.json:
         await respond(send, status, body, b"application/json", extra)
     else:
