@@ -127,14 +127,8 @@ def prepare(
         upstream_url, command, limit, config.grace_seconds, redactor, credentials, login, forward=passthrough
     )
     name = scrub(new_upstream().name, secrets)  # a bad URL or a missing command is refused here, first
-    policy = boundary.stage_policy
-    report = new_report(name, config, policy, events)
     lock, lock_server = _lockfile(lock_path or config.lock, lock_server or config.lock_server, registry)
-    grants = _grants(policy, environ)
-    single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
-    checks = Checks(
-        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), grants, single_use
-    )
+    checks = _checks(registry, config, name, limit, boundary.stage_policy, events, lock, lock_server, environ, tracer)
     if bridge is not None:
         from .bridge import bridged
 
@@ -150,6 +144,27 @@ def prepare(
         upstream_url=upstream_url,
         front_check=front_check,
         passthrough=passthrough,
+    )
+
+
+def _checks(
+    registry: SchemaRegistry,
+    config: GatewayConfig,
+    name: str,
+    limit: int,
+    policy: Policy | None,
+    events: EventLog | None,
+    lock: Lockfile | None,
+    lock_server: str | None,
+    environ: Mapping[str, str],
+    tracer: Tracer | None,
+) -> Checks:
+    """What every session of the run shares: the report, the lockfile, the approvals' signer and store."""
+    report = new_report(name, config, policy, events)
+    grants = _grants(policy, environ)
+    single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
+    return Checks(
+        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), grants, single_use
     )
 
 
