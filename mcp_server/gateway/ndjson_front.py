@@ -170,7 +170,8 @@ async def run_stdio(
         with contextlib.suppress(BrokenPipeError):  # the client closed stdout: what it would read is dropped
             await writer.send(data)
 
-    client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=checks.max_frame_bytes)
+    held = checks.config.held_bytes(CLIENT_TO_SERVER)
+    client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=held)
     usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
     with stop_on_signals(usr1, on_stop=final_report(report, runs_dir)) as stop:
         try:
@@ -199,7 +200,8 @@ async def run_socket(
                 writer.write(data)
                 await writer.drain()
 
-            client = NdjsonConnection(chunks_of(reader), write, name="socket", max_frame_bytes=checks.max_frame_bytes)
+            held = checks.config.held_bytes(CLIENT_TO_SERVER)
+            client = NdjsonConnection(chunks_of(reader), write, name="socket", max_frame_bytes=held)
             try:
                 await NdjsonClient(checks, new_upstream(), client).run(stop)
             except SetupError as exc:

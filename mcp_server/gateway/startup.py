@@ -15,6 +15,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
+from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from ..execution.boundary import load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
@@ -88,32 +89,48 @@ def prepare(
     lock_server: str | None = None,
     tracer: Tracer | None = None,
     bridge: str | None = None,
+    limits: tuple[int | None, int | None] = (None, None),
 ) -> Gateway:
+    """A gateway run from the command line's values (``limits``: ``--max-frame-bytes`` and
+    ``--max-server-frame-bytes``, ``None`` when not given), the environment and the files."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
-    config = GatewayConfig.load(config_path, registry, mode=mode)
-    limit = settings.max_frame_bytes
+    flags = {"lock": lock_path, "lock_server": lock_server, "max_frame_bytes": limits[0]}
+    flags["max_server_frame_bytes"] = limits[1]
+    config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
+    limit = config.max_frame_bytes
     boundary = load_boundary(environ, registry, max_frame_bytes=limit, policy_path=policy_path, catalogue=False)
     redactor = boundary.policy.redactor
     if upstream_url:
         reason = boundary.policy.outbound_denial(upstream_url, "POST")
         if reason is not None:
             raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
-    new_upstream = _upstreams(upstream_url, command, limit, config.grace_seconds, redactor)
+    new_upstream = _upstreams(
+        upstream_url, command, config.held_bytes(SERVER_TO_CLIENT), config.grace_seconds, redactor
+    )
     name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
     policy = boundary.stage_policy
     report = new_report(name, config, policy, events)
-    lock_path = lock_path or config.lock
+    lock_path, lock_server = config.lock, config.lock_server
     lock = None if lock_path is None else Lockfile.load(lock_path, registry)
-    lock_server = lock_server or config.lock_server
     if lock is None and lock_server is not None:
         raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
     if lock is not None and lock_server is not None and lock_server not in lock.servers:
         held = ", ".join(lock.servers) or "none"
         raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
     checks = Checks(
-        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), _grants(policy, environ)
+        registry,
+        config,
+        report,
+        limit,
+        policy,
+        events,
+        lock,
+        lock_server,
+        tracer or Tracer(),
+        _grants(policy, environ),
+        config.max_server_frame_bytes,
     )
     if bridge is not None:
         from .bridge import bridged
@@ -190,7 +207,7 @@ def run_http(
     if max_sessions <= 0 or idle_seconds <= 0:
         raise SetupError("--max-sessions and --idle-timeout must be positive")
     options = HttpOptions(
-        max_frame_bytes=settings.max_frame_bytes,
+        max_frame_bytes=gateway.checks.config.held_bytes(CLIENT_TO_SERVER),
         path=listen.path,
         allowed_hosts=settings.allowed_hosts,
         max_sessions=max_sessions,
