@@ -61,3 +61,9 @@ def node_22() -> Path:
 def node_command(package: str, binary: str) -> list[str]:
     """How to run ``binary`` of ``package`` on Node 22 (its own prefix, so versions live side by side)."""
     return [str(node_22()), str(npm_bin(package, binary, prefix=own_prefix(package)))]
+
+
+def inspector_cli() -> list[str]:
+    """The MCP Inspector's command line client (`--cli`), on Node 22: append the server's command and
+    the request (`--method tools/list`, …). It prints the result as JSON on stdout."""
+    return [*node_command(INSPECTOR, "mcp-inspector"), "--cli"]
