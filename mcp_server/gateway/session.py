@@ -362,8 +362,7 @@ class GatewaySession:
                 return Handled(admitted)
             (frame, message), held = admitted, False
         assert message.id is not None and message.method is not None  # (a relayed frame's message too)
-        stated = message.version if session.version is None else None  # a stateless request's own
-        session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
+        session.follow(CLIENT_TO_SERVER, message)
         if message.method == "initialize":
             self.readiness.initialize = message.id  # what the client sends next waits for its reply
         elif message.tool is not None and message.method == "tools/call" and self.tools.io(message.tool) is None:
@@ -619,8 +618,7 @@ class GatewaySession:
             return
         if message.kind is REQUEST:
             if message.method is not None:
-                stated = message.version if self.session.version is None else None
-                self.session.expect(SERVER_TO_CLIENT, message.id, message.method, None, stated)
+                self.session.follow(SERVER_TO_CLIENT, message)
         elif message.kind is not NOTIFICATION:
             self.deadlines.stop(message.id)
             if self.spans:

@@ -197,8 +197,7 @@ class Verdicts:
         elif kind is RESPONSE and message.document is not None:
             result = message.document.get("result")
             if message.method == "initialize" and isinstance(result, Mapping):
-                version = result.get("protocolVersion")
-                session.negotiate(version if isinstance(version, str) else None)
+                session.follow(frame.direction, message)
                 self.report.negotiated(session, session.version)
                 if self.lock is not None:
                     info = result.get("serverInfo")
