@@ -46,9 +46,12 @@ def tool_error_result(
     return result
 
 
-def render_rejection(rejection: Rejection, registry: SchemaRegistry, tools: ToolSchemas | None = None) -> Reply | None:
+def render_rejection(
+    rejection: Rejection, registry: SchemaRegistry, tools: ToolSchemas | None = None, session: str | None = None
+) -> Reply | None:
     """The reply a rejection earns, or ``None`` when the frame must not be answered (a notification
-    or a response, even an invalid one, never is). ``tools``: where the called tool's schemas are."""
+    or a response, even an invalid one, never is). ``tools``: where the called tool's schemas are;
+    ``session``: the session's version, for a frame that said none of its own (its id unread)."""
     message = rejection.message
     if message is not None and message.kind is not MessageKind.REQUEST:
         return None
@@ -62,7 +65,9 @@ def render_rejection(rejection: Rejection, registry: SchemaRegistry, tools: Tool
             tool_io = tools.io(message.tool) if tools is not None and message.tool is not None else None
             result = tool_error_result(rejection.data(), registry, version, tool_io and tool_io.output)
             return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": result}, version=version)
-    return error_reply(rejection, request_id, version)
+    known = registry.protocols.get(version or session or "")  # none known: JSON-RPC 2.0's null
+    omit = request_id is None and known is not None and known.error_id_optional
+    return error_reply(rejection, request_id, version, omit_id=omit)
 
 
 def contain(failure: Exception) -> Rejection:

@@ -327,7 +327,7 @@ class GatewaySession:
             if not self._answers_gateway(stands_for):
                 await self._to_upstream(reply.to_bytes(), stands_for)
         elif action is Action.ENFORCED:
-            reply = render_rejection(rejection, self.checks.registry, self.tools)
+            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
             handled = Handled(reply)
         if self.events is not None:
             self._log_refused(frame, rejection, action, reply, began, span)
@@ -558,7 +558,7 @@ class GatewaySession:
                     self._answered(stands_for.id, "answered", error=True)
                 await self.client.passed(reply, stands_for)
         elif action is Action.ENFORCED:  # an invalid request of the upstream's own: it is answered
-            reply = render_rejection(rejection, self.checks.registry, self.tools)
+            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
             if reply is not None:
                 await self._to_upstream(reply.to_bytes(), None)
         if self.events is not None:

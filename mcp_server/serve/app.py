@@ -116,7 +116,7 @@ def _boundary(
             rejection = contain(failure)
             if rejection.message is None:
                 rejection.message = message
-            reply = render_rejection(rejection, registry, tools)
+            reply = render_rejection(rejection, registry, tools, frame.session.version)
             if events is not None:
                 events.refused(frame, rejection, reply, began)
             if reply is None:
