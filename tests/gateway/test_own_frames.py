@@ -165,9 +165,9 @@ class Script:
         """The oldest client request the gateway relayed that the upstream has not answered."""
         for raw in self.sides.to_upstream:
             document = jsonio.loads(raw)
-            if "method" in document and "id" in document:
-                if self.gateway.session.peek(CLIENT_TO_SERVER, document["id"]) is not None:
-                    return dict(document)
+            waiting = "id" in document and self.gateway.session.peek(CLIENT_TO_SERVER, document["id"]) is not None
+            if "method" in document and waiting:
+                return dict(document)
         return None
 
     async def open(self) -> None:

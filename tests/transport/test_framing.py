@@ -7,12 +7,12 @@ import asyncio
 from typing import Any
 
 from mcp_server.chain.compose import build_chain
+from mcp_server.core import jsonio
+from mcp_server.core.oversize import HEAD_BYTES, TAIL_BYTES, excerpt, recover
 from mcp_server.core.session import Session
 from mcp_server.core.types import CLIENT_TO_SERVER, Frame
 from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.transport.http import read_body
-from mcp_server.core import jsonio
-from mcp_server.core.oversize import HEAD_BYTES, TAIL_BYTES, excerpt, recover
 from mcp_server.transport.ndjson import LineSplitter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -52,9 +52,9 @@ def test_a_line_over_the_limit_is_drained_and_comes_out_as_its_head_and_tail_wit
 
 def test_the_id_of_a_frame_over_the_limit_is_read_from_its_head_or_its_tail() -> None:
     """Issue 29: the request's id is recovered without parsing the whole frame, wherever an SDK puts it."""
-    padding = {"text": "\\\"{[" * 100_000}
+    padding = {"text": '\\"{[' * 100_000}
     first = jsonio.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": padding})
-    last = jsonio.dumps({"method": "tools/call", "params": padding, "jsonrpc": "2.0", "id": "a\"b"})
+    last = jsonio.dumps({"method": "tools/call", "params": padding, "jsonrpc": "2.0", "id": 'a"b'})
     reply = jsonio.dumps({"jsonrpc": "2.0", "id": 3, "result": padding})
     notification = jsonio.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": padding})
     assert recover(excerpt(first), len(first))[1:] == (7, "tools/call")
