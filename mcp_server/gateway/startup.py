@@ -100,7 +100,15 @@ def prepare(
     flags["max_server_frame_bytes"] = limits[1]
     config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
     limit = config.max_frame_bytes
-    boundary = load_boundary(environ, registry, max_frame_bytes=limit, policy_path=policy_path, catalogue=False)
+    server_limit = config.max_server_frame_bytes
+    boundary = load_boundary(
+        environ,
+        registry,
+        max_frame_bytes=limit,
+        max_server_frame_bytes=server_limit,
+        policy_path=policy_path,
+        catalogue=False,
+    )
     redactor = boundary.policy.redactor
     if upstream_url:
         reason = boundary.policy.outbound_denial(upstream_url, "POST")
