@@ -72,9 +72,12 @@ def main() -> None:
         session.call("tools/list")
         for _ in range(20):
             session.call("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
-        print(f"idle session, small results: VmRSS {status(pid, 'VmRSS') / 1024:.1f} MiB, VmHWM {status(pid, 'VmHWM') / 1024:.1f} MiB")
+        rss, peak = status(pid, "VmRSS") / 1024, status(pid, "VmHWM") / 1024
+        print(f"idle session, small results: VmRSS {rss:.1f} MiB, VmHWM {peak:.1f} MiB")
         for megabytes in args.megabytes:
-            reply, size = session.call("tools/call", {"name": "blob", "arguments": {"kilobytes": int(megabytes * 1024)}})
+            reply, size = session.call(
+                "tools/call", {"name": "blob", "arguments": {"kilobytes": int(megabytes * 1024)}}
+            )
             assert "result" in reply, reply.get("error")
             print(
                 f"a result of {size / 1048576:.1f} MiB relayed: VmHWM {status(pid, 'VmHWM') / 1024:.1f} MiB"

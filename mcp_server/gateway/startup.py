@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
 from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT
-from ..execution.boundary import load_boundary
+from ..execution.boundary import Boundary, load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import Redactor
@@ -99,34 +99,17 @@ def prepare(
     flags = {"lock": lock_path, "lock_server": lock_server, "max_frame_bytes": limits[0]}
     flags["max_server_frame_bytes"] = limits[1]
     config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
-    limit = config.max_frame_bytes
-    server_limit = config.max_server_frame_bytes
-    boundary = load_boundary(
-        environ,
-        registry,
-        max_frame_bytes=limit,
-        max_server_frame_bytes=server_limit,
-        policy_path=policy_path,
-        catalogue=False,
-    )
+    limit, server_limit = config.max_frame_bytes, config.max_server_frame_bytes
+    boundary = _boundary(config, registry, environ, policy_path, upstream_url)
     redactor = boundary.policy.redactor
-    if upstream_url:
-        reason = boundary.policy.outbound_denial(upstream_url, "POST")
-        if reason is not None:
-            raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
     new_upstream = _upstreams(
         upstream_url, command, config.held_bytes(SERVER_TO_CLIENT), config.grace_seconds, redactor
     )
     name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
     policy = boundary.stage_policy
     report = new_report(name, config, policy, events)
-    lock_path, lock_server = config.lock, config.lock_server
-    lock = None if lock_path is None else Lockfile.load(lock_path, registry)
-    if lock is None and lock_server is not None:
-        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
-    if lock is not None and lock_server is not None and lock_server not in lock.servers:
-        held = ", ".join(lock.servers) or "none"
-        raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    lock = _lockfile(config, registry)
+    grants = _grants(policy, environ)
     checks = Checks(
         registry,
         config,
@@ -135,10 +118,10 @@ def prepare(
         policy,
         events,
         lock,
-        lock_server,
+        config.lock_server,
         tracer or Tracer(),
-        _grants(policy, environ),
-        config.max_server_frame_bytes,
+        grants,
+        server_limit,
     )
     if bridge is not None:
         from .bridge import bridged
@@ -151,6 +134,43 @@ def prepare(
         upstream_name=redactor.redact_text(name)[0],
         redactor=redactor,
     )
+
+
+def _boundary(
+    config: GatewayConfig,
+    registry: SchemaRegistry,
+    environ: Mapping[str, str],
+    policy_path: Path | None,
+    upstream_url: str | None,
+) -> Boundary:
+    """The run's policy (no tool catalogue: the tools are the upstream's), its sizes held to the
+    limits of their directions; an ``--upstream`` the policy refuses is a ``SetupError``."""
+    boundary = load_boundary(
+        environ,
+        registry,
+        max_frame_bytes=config.max_frame_bytes,
+        max_server_frame_bytes=config.max_server_frame_bytes,
+        policy_path=policy_path,
+        catalogue=False,
+    )
+    if upstream_url:
+        reason = boundary.policy.outbound_denial(upstream_url, "POST")
+        if reason is not None:
+            raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
+    return boundary
+
+
+def _lockfile(config: GatewayConfig, registry: SchemaRegistry) -> Lockfile | None:
+    """The tool lockfile the run holds its upstream to (``--lock``, or the configuration's), checked
+    against its server key."""
+    lock_path, lock_server = config.lock, config.lock_server
+    lock = None if lock_path is None else Lockfile.load(lock_path, registry)
+    if lock is None and lock_server is not None:
+        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
+    if lock is not None and lock_server is not None and lock_server not in lock.servers:
+        held = ", ".join(lock.servers) or "none"
+        raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    return lock
 
 
 def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | None:

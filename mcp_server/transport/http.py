@@ -114,11 +114,14 @@ def accepts_event_stream(headers: Mapping[str, str]) -> bool:
 
 
 async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> tuple[bytes, int | None]:
-    """``(body, None)``, or ``(head, size)`` past the cap: a larger body is never held whole, only its
-    first ``HEAD_BYTES`` (the request's id is read from them); a frame's ``size`` is set only when its
-    ``raw`` holds less than came (else the chain's fast path takes it)."""
+    """``(body, None)``, or ``(head, size)`` past the cap: a larger body is never held whole, only what
+    came of its first ``HEAD_BYTES`` (the request's id is read from them; nothing when its declared
+    length says so before it is sent); a frame's ``size`` is set only when its ``raw`` holds less
+    than came (else the chain's fast path takes it)."""
     declared = headers.get("content-length", "")
-    over = int(declared) if declared.isdigit() and int(declared) > limit else None
+    if declared.isdigit() and int(declared) > limit:
+        return b"", int(declared)  # refused before its body is sent (a client may wait to send it)
+    over = None
     chunks: list[bytes] = []
     held = 0
     while True:
