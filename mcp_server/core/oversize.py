@@ -45,15 +45,18 @@ def excerpt(frame: bytes) -> bytes:
     return frame[:HEAD_BYTES] + frame[max(HEAD_BYTES, len(frame) - TAIL_BYTES) :]
 
 
-def recover(raw: bytes, size: int, head_bytes: int = HEAD_BYTES) -> Recovered:
+def recover(raw: bytes, size: int) -> Recovered:
     """What ``raw`` says of a frame of ``size`` bytes: the whole frame when ``len(raw) == size``,
-    else its first ``head_bytes`` bytes followed by its last bytes (``excerpt``)."""
+    else its first ``HEAD_BYTES`` bytes followed by its last bytes (``excerpt``). A frame longer
+    than its two ends is read at its ends only: the cost is bounded whatever its size."""
     found: dict[str, Any] = {}
+    if len(raw) > HEAD_BYTES + TAIL_BYTES:
+        raw = excerpt(raw)  # a frame held whole (observe mode) is read no further than its ends either
     if len(raw) >= size:
         _forwards(raw, found)
     else:
-        _forwards(raw[:head_bytes], found)
-        _backwards(raw[head_bytes:], found)
+        _forwards(raw[:HEAD_BYTES], found)
+        _backwards(raw[HEAD_BYTES:], found)
     request_id, method = found.get("id"), found.get("method")
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
