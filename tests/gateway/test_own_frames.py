@@ -37,7 +37,18 @@ TOOLS = [
 ]
 PAD = "x" * (LIMIT + 100)
 
-CLIENT_ACTS = ("call", "bad_arguments", "unknown_tool", "unknown_method", "bad_params", "oversized", "garbage", "ping")
+CLIENT_ACTS = (
+    "call",
+    "bad_arguments",
+    "unknown_tool",
+    "unknown_method",
+    "bad_params",
+    "oversized",
+    "garbage",
+    "ping",
+    "answer",
+    "oversized_answer",
+)
 UPSTREAM_ACTS = ("result", "invalid_result", "oversized_result", "null_id_error", "wrong_id", "error", "ask", "bad_ask")
 
 
@@ -198,14 +209,23 @@ class Script:
         if who == "upstream" and act in ("ask", "bad_ask") and self.stateless:
             return  # a 2026-07-28 server asks its client by its result (input required), never a request
         if who == "client":
-            await self.client(self._client_frame(act))
+            frame = self._client_frame(act)
+            if frame is not None:
+                await self.client(frame)
             return
         pending = self.pending_upstream()
         frame = self._upstream_frame(act, pending)
         if frame is not None:
             await self.upstream(frame)
 
-    def _client_frame(self, act: str) -> dict[str, Any] | bytes:
+    def _client_frame(self, act: str) -> dict[str, Any] | bytes | None:
+        if act in ("answer", "oversized_answer"):  # the client answers the upstream's oldest question
+            asked = next((raw for raw in self.sides.to_client if b'"roots/list"' in raw), None)
+            if asked is None:
+                return None
+            request_id = jsonio.loads(asked)["id"]
+            roots = [{"uri": "file:///" + (PAD if act == "oversized_answer" else "srv")}]
+            return {"jsonrpc": "2.0", "id": request_id, "result": {"roots": roots}}
         if act == "call":
             return self.request("tools/call", {"name": "add", "arguments": {"a": 1}})
         if act == "bad_arguments":
@@ -271,7 +291,7 @@ ACTS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(version=st.sampled_from(_REGISTRY.versions), acts=ACTS)
 def test_every_frame_the_gateway_emits_passes_its_own_chain(version: str, acts: list[tuple[str, str]]) -> None:
     """Issue 29 (and the design's promise "our own frames pass our own chain"): whatever the peers
