@@ -115,3 +115,33 @@ def test_the_configuration_file_limit_is_what_a_live_gateway_enforces(tmp_path: 
     error = replies[2]["error"]
     assert error["code"] == CanonicalError.PAYLOAD_TOO_LARGE.jsonrpc_code
     assert error["data"]["limit"] == 2000 and error["data"]["size"] > 3000
+
+
+def gateway_run(tmp_path: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """A gateway before `serve`, its client's input closed at once: how it starts and stops."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_server", "gateway", *options, "--", *server_command()],
+        input="",
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path, **env),
+        timeout=60,
+    )
+
+
+def test_the_policy_flag_beats_the_policy_variable(tmp_path: Path) -> None:
+    """Issue 29: one precedence, for the settings a flag and a variable give too (`--policy` over
+    `MCP_POLICY_FILE`): the flag's file is read, the variable's not even opened."""
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[tools]\nallow = ["*"]\n')
+    missing = str(tmp_path / "nowhere.toml")
+    assert gateway_run(tmp_path, "--policy", str(policy), MCP_POLICY_FILE=missing).returncode == 0
+    refused = gateway_run(tmp_path, "--policy", missing, MCP_POLICY_FILE=str(policy))
+    assert refused.returncode == 2 and "nowhere.toml" in refused.stderr
+
+
+def test_the_log_format_flag_beats_the_log_format_variable(tmp_path: Path) -> None:
+    """Issue 29: `--log-format json` over `MCP_LOG_FORMAT=text`: the events on stderr are JSON."""
+    done = gateway_run(tmp_path, "--log-format", "json", MCP_LOG_FORMAT="text", MCP_LOG_LEVEL="info")
+    events = [line for line in done.stderr.splitlines() if line.startswith("{")]
+    assert done.returncode == 0 and events and all(json.loads(line)["event"] for line in events)
