@@ -150,7 +150,8 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
         parents=[logs],
         **_described("gateway", "a validating proxy in front of an MCP server"),
         usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
-        "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] (--upstream URL | -- COMMAND ...)",
+        "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] [--max-frame-bytes N] "
+        "[--max-server-frame-bytes N] (--upstream URL | [--] COMMAND ...)",
     )
     gateway.add_argument(
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
@@ -175,6 +176,32 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument(
         "--otel", action="store_true", help="export a span per forwarded call (MCP_OTEL=1; the otel extra; OTEL_*)"
     )
+    gateway.add_argument(
+        "--max-frame-bytes",
+        type=_bytes,
+        metavar="N",
+        help="largest frame a client may send (MCP_MAX_FRAME_BYTES, the config's; default 1 MiB)",
+    )
+    gateway.add_argument(
+        "--max-server-frame-bytes",
+        type=_bytes,
+        metavar="N",
+        help="largest frame the upstream may send (MCP_MAX_SERVER_FRAME_BYTES, the config's; default 16 MiB)",
+    )
+    _upstream_command(gateway)
+
+
+def _bytes(value: str) -> int:
+    """A frame limit on the command line: a positive number of bytes."""
+    if not value.isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of bytes, got {value!r}")
+    return int(value)
+
+
+def _upstream_command(parser: argparse.ArgumentParser) -> None:
+    """The upstream's command, after the options: with ``--`` before it or without (as ``npx`` and the
+    Inspector pass it)."""
+    parser.add_argument("upstream_command", nargs=argparse.REMAINDER, metavar="COMMAND", help=argparse.SUPPRESS)
 
 
 _HEADER_HELP = "sent to the --upstream with every request (repeatable); VALUE may hold ${VAR} or ${file:PATH}"
@@ -209,7 +236,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
         "doctor",
         **_described("doctor", "check an MCP server in one go: every protocol version, its tools, every frame"),
         usage="mcp-server doctor [--format text|json] [--timeout SECONDS] [--config FILE] [--policy FILE] "
-        "(--upstream URL | -- COMMAND ...)",
+        "(--upstream URL | [--] COMMAND ...)",
     )
     doctor.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
     doctor.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
@@ -217,6 +244,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
     doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     doctor.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
+    _upstream_command(doctor)
     add_wrap_arguments(
         commands.add_parser(
             "wrap", **_described("wrap", "put every server of an MCP client's configuration behind the gateway")
@@ -225,13 +253,14 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     lock = commands.add_parser(
         "lock",
         **_described("lock", "record every tool an MCP server lists in a lockfile, for `gateway --lock`"),
-        usage="mcp-server lock [--output FILE] [--server NAME] [--timeout SECONDS] (--upstream URL | -- COMMAND ...)",
+        usage="mcp-server lock [--output FILE] [--server NAME] [--timeout SECONDS] (--upstream URL | [--] COMMAND ...)",
     )
     lock.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
     lock.add_argument("--output", type=Path, default=Path("mcp.lock.json"), help="the lockfile (mcp.lock.json)")
     lock.add_argument("--server", metavar="NAME", help="its entry's key (default: the server's serverInfo.name)")
     lock.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
     lock.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
+    _upstream_command(lock)
     login = commands.add_parser(
         "login",
         **_described("login", "log the gateway in to an HTTP upstream that asks for OAuth, ahead of time"),
@@ -426,6 +455,7 @@ def _gateway_options(
         "tracer": _tracer(args, settings, environ),
         "bridge": args.bridge,
         "headers": args.header,
+        "limits": (args.max_frame_bytes, args.max_server_frame_bytes),
     }
 
 
@@ -515,6 +545,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
         return main_golden(argv[1:])
     args = _parser().parse_args(argv)
+    command = command or list(getattr(args, "upstream_command", None) or [])
     try:
         _setup_logging(environ)
         if args.validate or args.command == "validate":

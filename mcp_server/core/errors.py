@@ -116,6 +116,9 @@ class CanonicalError(Enum):
     # does not accept (401), a token without the scope the tool needs (403); WWW-Authenticate says why.
     UNAUTHORIZED = (-32016, 401, "Authorization required", "unauthorized")
     INSUFFICIENT_SCOPE = (-32017, 403, "Insufficient scope", "forbidden")
+    # Gateway (issue 29): a peer's reply over the frame limit of its direction, answered in its place to
+    # the side that waits for it; ``data.size`` and ``data.limit`` say by how much (``--max-*-frame-bytes``).
+    REPLY_TOO_LARGE = (-32018, 502, "Reply over the gateway's frame limit", "too_large")
 
     def __init__(
         self,

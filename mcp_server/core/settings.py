@@ -9,6 +9,7 @@ from pathlib import Path
 __all__ = [
     "ASSERT_FORMATS_HELP",
     "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_SERVER_FRAME_BYTES",
     "ENDPOINTS",
     "LOG_FORMATS",
     "LOG_LEVELS",
@@ -16,10 +17,14 @@ __all__ = [
     "SetupError",
     "log_level",
     "parse_host_port",
+    "positive_int",
 ]
 
 DEFAULT_MAX_FRAME_BYTES = 1_048_576
-"""1 MiB of UTF-8, the NDJSON newline not counted."""
+"""What a client may send: 1 MiB of UTF-8, the NDJSON newline not counted."""
+DEFAULT_MAX_SERVER_FRAME_BYTES = 16 * 1_048_576
+"""What a server may send a gateway's client: 16 MiB, for real results (files, images: a 12 MB
+file is 16 MB of base64). The gateway's memory at that size is in docs/limits.md."""
 ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("warning", "info", "debug")
@@ -31,7 +36,8 @@ class SetupError(Exception):
     """A configuration that cannot work; the CLI prints ``mcp:error reason=setup_failed`` and exits 2."""
 
 
-def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
+def positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
+    """The positive integer ``environ[name]`` (``default`` when unset or empty), or ``SetupError``."""
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
@@ -102,6 +108,7 @@ def parse_host_port(value: str, *, name: str) -> tuple[str, int]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_server_frame_bytes: int = DEFAULT_MAX_SERVER_FRAME_BYTES
     ready_file: Path = Path("/tmp/mcp.ready")
     max_batch: int = 100
     endpoint: str = "stdio"
@@ -133,21 +140,22 @@ class Settings:
         port_text = (environ.get("MCP_HTTP_PORT") or "8000").strip()
         _, port = parse_host_port(f"{host}:{port_text}", name="MCP_HTTP_HOST:MCP_HTTP_PORT")
         return cls(
-            max_frame_bytes=_positive_int(environ, "MCP_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME_BYTES),
+            max_frame_bytes=positive_int(environ, "MCP_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME_BYTES),
+            max_server_frame_bytes=positive_int(environ, "MCP_MAX_SERVER_FRAME_BYTES", DEFAULT_MAX_SERVER_FRAME_BYTES),
             ready_file=Path(ready),
-            max_batch=_positive_int(environ, "MCP_MAX_BATCH", 100),
+            max_batch=positive_int(environ, "MCP_MAX_BATCH", 100),
             endpoint=endpoint,
             socket_path=Path(environ.get("MCP_SOCKET_PATH") or "/tmp/mcp.sock"),
             socket_mode=_socket_mode(environ),
             http_host=host,
             http_port=port,
             allowed_hosts=tuple(h.strip() for h in (environ.get("MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()),
-            max_sessions=_positive_int(environ, "MCP_MAX_SESSIONS", 1000),
+            max_sessions=positive_int(environ, "MCP_MAX_SESSIONS", 1000),
             http_read_seconds=_positive_seconds(environ, "MCP_HTTP_READ_TIMEOUT", 30.0),
             runs_dir=Path(environ.get("MCP_RUNS_DIR") or "runs"),
-            runs_keep=_positive_int(environ, "MCP_RUNS_KEEP", 20),
-            log_max_bytes=_positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20),
-            log_keep_files=_positive_int(environ, "MCP_LOG_KEEP_FILES", 10),
+            runs_keep=positive_int(environ, "MCP_RUNS_KEEP", 20),
+            log_max_bytes=positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20),
+            log_keep_files=positive_int(environ, "MCP_LOG_KEEP_FILES", 10),
             deterministic=_flag(environ, "MCP_DETERMINISTIC"),
             seed=environ.get("MCP_SEED") or "mcp-server",
             log_format=_choice(environ, "MCP_LOG_FORMAT", LOG_FORMATS),

@@ -212,13 +212,21 @@ class Policy:
         if limit is not None and size > limit:
             raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", limit=limit)
 
-    def check_limits(self, max_frame_bytes: int) -> None:
-        """Every size the policy sets lies under the global frame limit (or ``SetupError``)."""
-        sizes = [*self.max_bytes.values()]
-        sizes += [s for _, r in self.tool_rules for s in (r.max_argument_bytes, r.max_result_bytes) if s is not None]
-        over = [s for s in sizes if s > max_frame_bytes]
+    def check_limits(self, max_frame_bytes: int, max_server_frame_bytes: int | None = None) -> None:
+        """Every size the policy sets lies under the frame limit of its direction (or ``SetupError``):
+        what a client sends under ``max_frame_bytes``, results under ``max_server_frame_bytes``
+        (the same limit when not given)."""
+        server = max_frame_bytes if max_server_frame_bytes is None else max_server_frame_bytes
+        sizes = [
+            (size, server if direction == "server_to_client" else max_frame_bytes)
+            for direction, size in self.max_bytes.items()
+        ]
+        for _, rule in self.tool_rules:
+            sizes += [(size, max_frame_bytes) for size in (rule.max_argument_bytes,) if size is not None]
+            sizes += [(size, server) for size in (rule.max_result_bytes,) if size is not None]
+        over = [(size, limit) for size, limit in sizes if size > limit]
         if over:
-            raise SetupError(f"policy: a size limit of {over[0]} bytes exceeds the frame limit {max_frame_bytes}")
+            raise SetupError(f"policy: a size limit of {over[0][0]} bytes exceeds the frame limit {over[0][1]}")
 
 
 def load_policy(path: Path, registry: SchemaRegistry) -> Policy:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
+from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from ..execution.access import AccessCheck, load_access
-from ..execution.boundary import load_boundary
+from ..execution.boundary import Boundary, load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import MASK, Redactor
@@ -106,29 +107,29 @@ def prepare(
     headers: Sequence[str] = (),
     auth: str | None = None,
     interactive: bool = False,
+    limits: tuple[int | None, int | None] = (None, None),
 ) -> Gateway:
-    """``interactive``: a login to the upstream may send the user to the browser (not ``doctor``)."""
+    """A gateway run from the command line's values (``limits``: ``--max-frame-bytes`` and
+    ``--max-server-frame-bytes``, ``None`` when not given), the environment and the files.
+    ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
-    config = GatewayConfig.load(config_path, registry, mode=mode)
-    limit = settings.max_frame_bytes
-    boundary = load_boundary(environ, registry, max_frame_bytes=limit, policy_path=policy_path, catalogue=False)
-    if upstream_url:
-        reason = boundary.policy.outbound_denial(upstream_url, "POST")
-        if reason is not None:
-            raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
+    flags = {"lock": lock_path, "lock_server": lock_server, "max_frame_bytes": limits[0]}
+    flags["max_server_frame_bytes"] = limits[1]
+    config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
+    boundary = _boundary(config, registry, environ, policy_path, upstream_url)
     front_check, passthrough = _front(auth, upstream_url)
     credentials = _credentials(upstream_url, headers, config, environ)
     login = _login(upstream_url, config, credentials, environ, registry, interactive=interactive, off=passthrough)
     secrets = _secrets(credentials, login)
     redactor = _hiding(boundary.policy.redactor, secrets)
+    held = config.held_bytes(SERVER_TO_CLIENT)
     new_upstream = _upstreams(
-        upstream_url, command, limit, config.grace_seconds, redactor, credentials, login, forward=passthrough
+        upstream_url, command, held, config.grace_seconds, redactor, credentials, login, forward=passthrough
     )
     name = scrub(new_upstream().name, secrets)  # a bad URL or a missing command is refused here, first
-    lock, lock_server = _lockfile(lock_path or config.lock, lock_server or config.lock_server, registry)
-    checks = _checks(registry, config, name, limit, boundary.stage_policy, events, lock, lock_server, environ, tracer)
+    checks = _checks(registry, config, name, boundary.stage_policy, events, environ, tracer)
     if bridge is not None:
         from .bridge import bridged
 
@@ -151,32 +152,68 @@ def _checks(
     registry: SchemaRegistry,
     config: GatewayConfig,
     name: str,
-    limit: int,
     policy: Policy | None,
     events: EventLog | None,
-    lock: Lockfile | None,
-    lock_server: str | None,
     environ: Mapping[str, str],
     tracer: Tracer | None,
 ) -> Checks:
     """What every session of the run shares: the report, the lockfile, the approvals' signer and store."""
     report = new_report(name, config, policy, events)
+    lock = _lockfile(config, registry)
     grants = _grants(policy, environ)
     single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
+    limit, lock_server, tracer = config.max_frame_bytes, config.lock_server, tracer or Tracer()
     return Checks(
-        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), grants, single_use
+        registry,
+        config,
+        report,
+        limit,
+        policy,
+        events,
+        lock,
+        lock_server,
+        tracer,
+        grants,
+        single_use,
+        config.max_server_frame_bytes,
     )
 
 
-def _lockfile(path: Path | None, server: str | None, registry: SchemaRegistry) -> tuple[Lockfile | None, str | None]:
-    """The tool lockfile and its server's key, checked against each other."""
-    lock = None if path is None else Lockfile.load(path, registry)
-    if lock is None and server is not None:
+def _boundary(
+    config: GatewayConfig,
+    registry: SchemaRegistry,
+    environ: Mapping[str, str],
+    policy_path: Path | None,
+    upstream_url: str | None,
+) -> Boundary:
+    """The run's policy (no tool catalogue: the tools are the upstream's), its sizes held to the
+    limits of their directions; an ``--upstream`` the policy refuses is a ``SetupError``."""
+    boundary = load_boundary(
+        environ,
+        registry,
+        max_frame_bytes=config.max_frame_bytes,
+        max_server_frame_bytes=config.max_server_frame_bytes,
+        policy_path=policy_path,
+        catalogue=False,
+    )
+    if upstream_url:
+        reason = boundary.policy.outbound_denial(upstream_url, "POST")
+        if reason is not None:
+            raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
+    return boundary
+
+
+def _lockfile(config: GatewayConfig, registry: SchemaRegistry) -> Lockfile | None:
+    """The tool lockfile the run holds its upstream to (``--lock``, or the configuration's), checked
+    against its server key."""
+    lock_path, lock_server = config.lock, config.lock_server
+    lock = None if lock_path is None else Lockfile.load(lock_path, registry)
+    if lock is None and lock_server is not None:
         raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
-    if lock is not None and server is not None and server not in lock.servers:
+    if lock is not None and lock_server is not None and lock_server not in lock.servers:
         held = ", ".join(lock.servers) or "none"
-        raise SetupError(f"lockfile {path}: no server {server!r} (it holds {held})")
-    return lock, server
+        raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    return lock
 
 
 def _front(auth: str | None, upstream_url: str | None) -> tuple[Callable[[str], AccessCheck] | None, bool]:
@@ -358,7 +395,7 @@ def run_http(
     if max_sessions <= 0 or idle_seconds <= 0:
         raise SetupError("--max-sessions and --idle-timeout must be positive")
     options = HttpOptions(
-        max_frame_bytes=settings.max_frame_bytes,
+        max_frame_bytes=gateway.checks.config.held_bytes(CLIENT_TO_SERVER),
         path=listen.path,
         allowed_hosts=settings.allowed_hosts,
         max_sessions=max_sessions,

@@ -77,6 +77,8 @@ def standing_in(rejection: Rejection, direction: Direction) -> Rejection:
     tool's output, a reply the policy refused)."""
     if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT or rejection.extra.get("policy_violation"):
         member = rejection.error
+    elif rejection.error is CanonicalError.PAYLOAD_TOO_LARGE:
+        member = CanonicalError.REPLY_TOO_LARGE
     elif direction is SERVER_TO_CLIENT:
         member = CanonicalError.UPSTREAM_INVALID_REPLY
     else:
@@ -134,7 +136,8 @@ class Verdicts:
         tool = None if message is None else message.tool
         observe = (
             self.config.mode_for(direction, tool) is Mode.OBSERVE
-            and error is not CanonicalError.PAYLOAD_TOO_LARGE
+            # a frame over its limit is relayed unchecked when it was held whole (RELAY_CEILING_BYTES)
+            and (error is not CanonicalError.PAYLOAD_TOO_LARGE or frame.size is None)
             and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
         )
         action = Action.OBSERVED if observe else Action.ENFORCED
@@ -175,6 +178,8 @@ class Verdicts:
         pending = frame.session.settle(frame.direction.opposite, message.id)
         if method is None and pending is not None:
             method, tool = pending.method, pending.tool
+        if version is None and pending is not None:
+            version = frame.session.version or pending.version
         answer = stand_in_answer(self.registry, standing_in(rejection, frame.direction), message.id, method, version)
         return Message(ERROR_RESPONSE, message.id, method, version=version, tool=tool), answer
 
@@ -192,8 +197,7 @@ class Verdicts:
         elif kind is RESPONSE and message.document is not None:
             result = message.document.get("result")
             if message.method == "initialize" and isinstance(result, Mapping):
-                version = result.get("protocolVersion")
-                session.negotiate(version if isinstance(version, str) else None)
+                session.follow(frame.direction, message)
                 self.report.negotiated(session, session.version)
                 if self.lock is not None:
                     info = result.get("serverInfo")

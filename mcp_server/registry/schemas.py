@@ -227,6 +227,9 @@ class ProtocolSchema:
         self.result_response_def = (
             "JSONRPCResultResponse" if "JSONRPCResultResponse" in self.definitions else "JSONRPCResponse"
         )
+        # An error answering a frame whose id could not be read: from 2025-11-25 it leaves ``id`` out
+        # (the schema allows no ``null``); before, every form is refused and JSON-RPC 2.0's null stands.
+        self.error_id_optional = "id" not in self.definitions[self.error_response_def].get("required", ())
         # Compiled once, each a whole-frame validator: one per request and notification definition
         # (with its envelope), one per result keyed by the method it answers, and the envelopes.
         self._by_ref: dict[str, Validator] = {}

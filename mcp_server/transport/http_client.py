@@ -2,7 +2,10 @@
 (JSON or SSE) and the session's GET stream in.
 
 Bytes only: a frame is POSTed as it is; its headers come from the message it was read as
-(``about``), never from parsing it. The GET stream is resumed after a drop from the last event id.
+(``about``), never from parsing it. What comes back on a request's POST is handed on with that
+request's id, so a reply whose own id is missing or wrong is still known as its answer (ADR 25). A
+notification or a response is acknowledged before the next frame is sent: the client's order kept.
+The GET stream is resumed after a drop from the last event id.
 Credentials come from the upstream's own configuration (``headers``, an ``Authorizer``), or in
 passthrough mode from the client's request (``FORWARDED_AUTHORIZATION``); a 401 or 403 answers the
 request it refused at once (issue 31), after one renewal of the credential when one is possible.
@@ -20,10 +23,12 @@ from typing import Any, Protocol
 import httpx
 
 from ..core.errors import STATELESS_SINCE, CanonicalError, Rejection
+from ..core.oversize import excerpt
 from ..core.replies import error_reply
 from ..core.settings import SetupError
-from ..core.types import NOTIFICATION, REQUEST, Message
+from ..core.types import NOTIFICATION, REQUEST, Message, RequestId
 from .child_process import still_read
+from .connection import Received
 
 __all__ = ["FORWARDED_AUTHORIZATION", "Authorizer", "HttpClient"]
 
@@ -114,7 +119,8 @@ class HttpClient:
         # writing and waiting for a connection are bounded.
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(connect_seconds, read=None))
         self._connect_seconds = connect_seconds
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=64)
+        # What came back, and the id of the request whose POST's response carried it (``None``: the GET stream).
+        self._queue: asyncio.Queue[tuple[bytes, RequestId | None] | None] = asyncio.Queue(maxsize=64)
         self._session_id: str | None = None
         self._version: str | None = None
         self._inflight: set[asyncio.Task[None]] = set()
@@ -176,9 +182,14 @@ class HttpClient:
         sys.stderr.write(f"upstream: {line}\n")
 
     async def send(self, raw: bytes, about: Message | None = None) -> None:
+        """POST one frame. A request's reply comes later (its POST runs on); a notification or a
+        response is acknowledged before this returns, so the next frame cannot overtake it (the
+        upstream may take requests on several connections at once)."""
         if self._session_id is not None and self._listener is None:
             await self._listen_first(about)
         await self._slots.acquire()
+        if about is None or about.kind is not REQUEST:
+            return await self._post(raw, self._headers(about), about)
         task = asyncio.ensure_future(self._post(raw, self._headers(about), about))
         self._inflight.add(task)
         task.add_done_callback(self._inflight.discard)
@@ -196,10 +207,11 @@ class HttpClient:
     async def _post(self, raw: bytes, headers: Mapping[str, str], about: Message | None) -> None:
         """One frame POSTed; a refusal of the credentials renews them once (a login's token that
         expired) and tries again, else answers the request it refused."""
+        request_id = about.id if about is not None and about.kind is REQUEST else None
         try:
-            refused = await self._exchange(raw, headers)
+            refused = await self._exchange(raw, headers, request_id)
             if refused is not None and await self._renewed(refused, headers.get("Authorization")):
-                refused = await self._exchange(raw, {**headers, **self._credentials()})
+                refused = await self._exchange(raw, {**headers, **self._credentials()}, request_id)
             if refused is not None:
                 await self._refused(*refused, about)
         except httpx.HTTPError as exc:
@@ -208,9 +220,13 @@ class HttpClient:
         finally:
             self._slots.release()
 
-    async def _exchange(self, raw: bytes, headers: Mapping[str, str]) -> tuple[int, str | None] | None:
-        """One POST and its reply's frames onto the queue; a refusal of the credentials comes back as
-        its status and challenge (``WWW-Authenticate``)."""
+    async def _exchange(
+        self, raw: bytes, headers: Mapping[str, str], request_id: RequestId | None
+    ) -> tuple[int, str | None] | None:
+        """One POST; what its response carries joins ``frames`` with ``request_id`` (the request it
+        carried). An HTTP error without a JSON-RPC body on a request's POST still comes back, as the
+        text it was, for the request not to wait for an answer that will never come. A refusal of the
+        credentials comes back as its status and challenge (``WWW-Authenticate``)."""
         async with self._client.stream("POST", self.url, content=raw, headers=headers) as response:
             if response.status_code in _REFUSALS:
                 return response.status_code, response.headers.get("www-authenticate")
@@ -223,14 +239,16 @@ class HttpClient:
             if kind.startswith("text/event-stream"):
                 async for data, _, _ in _sse_events(response):
                     if data.strip():  # events without data (priming, retry hints) carry no frame
-                        await self._queue.put(data.encode())
+                        await self._queue.put((data.encode(), request_id))
             elif kind.startswith("application/json"):
                 body = await response.aread()
                 if body.strip():
-                    await self._queue.put(body)
+                    await self._queue.put((body, request_id))
             elif response.status_code >= 400:
                 body = await response.aread()
                 self._tell(f"HTTP {response.status_code}: {body[:200]!r}")
+                if request_id is not None:
+                    await self._queue.put((body.strip() or f"HTTP {response.status_code}".encode(), request_id))
         return None
 
     async def _renewed(self, refused: tuple[int, str | None], sent: str | None) -> bool:
@@ -255,7 +273,7 @@ class HttpClient:
             return
         extra = {"status": status, "challenge": challenge or ""}
         rejection = Rejection(member, [{"path": "", "msg": said}], extra=extra)
-        await self._queue.put(error_reply(rejection, about.id, about.version).to_bytes())
+        await self._queue.put((error_reply(rejection, about.id, about.version).to_bytes(), about.id))
 
     async def _listen(self) -> None:
         """The session's GET stream (spec: transports, "Listening for Messages from the Server"),
@@ -304,16 +322,19 @@ class HttpClient:
                 if retry is not None:
                     self._server_retry = retry / 1000  # "The client MUST respect the retry field"
                 if data.strip():
-                    await self._queue.put(data.encode())
+                    await self._queue.put((data.encode(), None))
             return response.status_code, carried
 
-    async def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+    async def frames(self) -> AsyncIterator[Received]:
         self._reader = asyncio.current_task()
         while True:
-            body = await self._queue.get()
-            if body is None:
+            item = await self._queue.get()
+            if item is None:
                 return
-            yield (body, None) if len(body) <= self.max_frame_bytes else (b"", len(body))
+            body, request_id = item
+            size = None if len(body) <= self.max_frame_bytes else len(body)
+            raw = body if size is None else excerpt(body)
+            yield (raw, size) if request_id is None else (raw, size, request_id)
 
     async def _drain(self) -> None:
         """Let the requests in flight finish while their replies are still read, for the grace period

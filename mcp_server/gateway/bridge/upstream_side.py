@@ -48,13 +48,13 @@ class UpstreamSide:
     """What crosses between a bridge and its upstream, checked at the upstream's version."""
 
     def __init__(self, checks: Checks, label: str) -> None:
-        registry, limit = checks.registry, checks.max_frame_bytes
+        registry = checks.registry
         self.session = Session()
         self.transport = f"upstream ({label})"
         self.verdicts = Verdicts(checks.config, checks.report, registry)
         self._tools = UpstreamTools(registry)
-        self._sending = build_chain(registry, CLIENT_TO_SERVER, max_frame_bytes=limit)
-        self._hearing = build_chain(registry, SERVER_TO_CLIENT, max_frame_bytes=limit)
+        self._sending = build_chain(registry, CLIENT_TO_SERVER, max_frame_bytes=checks.max_frame_bytes)
+        self._hearing = build_chain(registry, SERVER_TO_CLIENT, max_frame_bytes=checks.max_server_frame_bytes)
         checks.report.open_session(self.session, self.transport)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
