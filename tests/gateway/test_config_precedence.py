@@ -71,6 +71,8 @@ def test_every_key_of_the_configuration_file_is_read(tmp_path: Path, registry: S
         "grace_seconds": 1.5,
         "check_wait_seconds": 3.5,
         "request_timeout_seconds": 4.5,
+        "headers": {"X-Api-Key": "${API_KEY}"},
+        "oauth": {"client_id": "gateway"},
     }
     assert set(values) == set(schema["properties"]), "a new key needs its line here"
     default = load(tmp_path, registry, None)
