@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core import jsonio
+from ...core.errors import Rejection
 from ...core.settings import SetupError
 from ...execution.policy import Policy
 from ...registry.corpus import Corpus, validate_against
@@ -14,6 +15,7 @@ from . import Tool, ToolContext
 __all__ = ["populate_backend_tool"]
 
 DISABLED: dict[str, Any] = {"ok": False, "reason": "unsupported", "detail": "backend disabled"}
+_REPLY_BYTES = 65536  # what is read of the backend's reply at most
 
 
 def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str], policy: Policy | None = None) -> Tool:
@@ -44,11 +46,18 @@ def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str], policy: Po
             policy.check_outbound(url, "POST")  # a denial is a policy_violation error, never a silent drop
         import httpx  # the HTTP client stack, only once a backend is called
 
+        from ...execution.http_tools import ACCEPT_ENCODING, BodyTooLarge, read_capped
+
+        headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         try:
-            async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client:
-                response = await client.post(
-                    url, content=jsonio.dumps(asset), headers={"Content-Type": "application/json"}
-                )
+            async with (
+                httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client,
+                client.stream("POST", url, content=jsonio.dumps(asset), headers=headers) as response,
+            ):
+                try:  # only an id is read from the reply: a backend answering more is not heard out
+                    content = await read_capped(response, _REPLY_BYTES)
+                except (BodyTooLarge, Rejection):
+                    content = b""
         except httpx.HTTPError:
             return {"ok": False, "reason": "backend_error", "status": 503, "detail": "network_unreachable"}
         if not response.is_success:
@@ -56,11 +65,11 @@ def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str], policy: Po
                 "ok": False,
                 "reason": "backend_error",
                 "status": response.status_code,
-                "detail": response.text[:200],
+                "detail": content[:200].decode("utf-8", "replace"),
             }
         asset_id = None
         try:
-            body = jsonio.loads(response.content)
+            body = jsonio.loads(content)
             if isinstance(body, Mapping):
                 asset_id = body.get("id", body.get("asset_id"))
         except jsonio.JSONSyntaxError:
