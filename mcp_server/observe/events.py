@@ -109,7 +109,7 @@ class EventLog:
     def set_redactor(self, redactor: Redactor) -> None:
         """The policy's redaction, applied to what an event carries of the traffic (error details)."""
         self._redactor = redactor
-        self._formatter.redact = redactor.redact
+        self._formatter.redact = redactor.redact_record
 
     def open(self) -> EventLog:
         """Create the run's file (as ``.partial`` until it is complete) and start the writer."""
@@ -334,7 +334,7 @@ class EventLog:
                 rotation = Rotation(self._partial, self.settings.max_bytes, self.settings.keep_files)
                 self._fallback = FileWriter(rotation, EventFormatter(self.run_id, self.deterministic), self._stderr)
                 if self._redactor is not None:
-                    self._fallback.formatter.redact = self._redactor.redact
+                    self._fallback.formatter.redact = self._redactor.redact_record
         self._fallback.write(anchor, rows)
 
 

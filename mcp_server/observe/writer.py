@@ -306,7 +306,7 @@ def run_writer(config: Mapping[str, Any]) -> int:
     stderr = None if options is None else stderr_sink(format=options["format"], every_event=options["every_event"])
     formatter = EventFormatter(config["run_id"], config["deterministic"])
     if config.get("redaction") is not None:
-        formatter.redact = Redactor.build(**config["redaction"]).redact
+        formatter.redact = Redactor.build(**config["redaction"]).redact_record
     writer = FileWriter(Rotation(Path(config["partial"]), config["max_bytes"], config["keep_files"]), formatter, stderr)
     source = sys.stdin.buffer
     while batch := unpack_rows(source):  # each batch is written as soon as it arrives
