@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -321,3 +323,252 @@ def test_row8_a_path_argument_is_one_percent_encoded_segment(
     answered = execute(tooled, "echo_item", {"item": item})
     assert answered.json()["status"] == "success", answered.text
     assert own.received[-1]["path"] == path
+
+
+# -- rows 2 and 11: no secret in any output --------------------------------------------------------
+
+S_ARGUMENT = "hunter2"  # too short for its schema: the violation's message quotes it
+S_KEYS = {
+    "db_password": "pw-db-5f3a9c",
+    "accessToken": "at-9d8e7f6a",
+    "private_key": "pk-0a1b2c3d",
+    "jwt": "jw-4e5f6a7b",
+}
+S_RESULT = "rs-7a6b5c4d3e"  # in a result that breaks the tool's outputSchema
+S_ERROR = "er-1f2e3d4c5b"  # in an error, and in a reply the upstream got wrong
+S_COMMAND = "cm-9z8y7x6w5v"  # on the upstream's command line: `--token S_COMMAND`
+SECRETS = (S_ARGUMENT, *S_KEYS.values(), S_RESULT, S_ERROR, S_COMMAND)
+
+LOGIN = {
+    "name": "login",
+    "description": "Log in",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"password": {"type": "string", "minLength": 12}, **{k: {"type": "string"} for k in S_KEYS}},
+        "required": ["password"],
+    },
+    "outputSchema": {"type": "object", "properties": {"api_key": {"type": "integer"}}, "required": ["api_key"]},
+}
+INITIALIZED = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "secret-upstream", "version": "1"},
+}
+# What the upstream answers, by request id: frames no well-behaved server sends, each holding a secret.
+SCRIPT = [
+    [0, [{"jsonrpc": "2.0", "id": 0, "result": INITIALIZED}]],
+    [1, [{"jsonrpc": "2.0", "id": 1, "result": {"tools": [LOGIN]}}]],
+    [
+        3,
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "result": {
+                    "content": [{"type": "text", "text": json.dumps({"api_key": S_RESULT})}],
+                    "structuredContent": {"api_key": S_RESULT},
+                },
+            }
+        ],
+    ],
+    [4, [{"jsonrpc": "2.0", "id": 4, "error": {"code": -32001, "message": f"refused: token={S_ERROR}"}}]],
+    [5, [{"jsonrpc": "2.0", "id": 5, "result": {"_meta": f"refused: password={S_ERROR}"}}]],  # _meta: an object
+]
+CLIENT_FRAMES = [
+    initialize_frame("2025-11-25", 0),
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "login", "arguments": {"password": S_ARGUMENT, **S_KEYS}},
+    },
+    {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "login", "arguments": {"password": "x" * 12}},
+    },
+    {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 5, "method": "ping"},
+]
+
+
+def http_post(client: httpx.Client, url: str, frame: dict[str, Any], session: str | None) -> httpx.Response:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+    return client.post(url, json=frame, headers=headers, timeout=WAIT)
+
+
+def gateway_over_http(
+    tmp_path: Path, upstream: list[str], *options: str, **env: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`mcp-server gateway --listen http://127.0.0.1:0/mcp OPTIONS -- UPSTREAM`, its stderr in a file;
+    the process and its URL (from the ready file)."""
+    ready = tmp_path / "gateway.ready"
+    command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", "http://127.0.0.1:0/mcp", *options]
+    with (tmp_path / "gateway.stderr").open("wb") as stderr:
+        process = subprocess.Popen(
+            [*command, "--", *upstream],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs"), **env),
+        )
+    deadline = time.monotonic() + WAIT
+    while not (ready.exists() and ready.read_text().endswith("\n")):
+        assert process.poll() is None, (tmp_path / "gateway.stderr").read_text()
+        assert time.monotonic() < deadline, "the gateway never became ready"
+        time.sleep(0.02)
+    return process, ready.read_text().split()[-1]
+
+
+def run_cli(tmp_path: Path, *args: str) -> str:
+    """``mcp-server ARGS``: what it wrote, stdout and stderr."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_server", *args],
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path),
+        timeout=WAIT,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout + done.stderr
+
+
+def test_rows2_11_no_planted_secret_reaches_any_output(tmp_path: Path) -> None:
+    """Issue 30 rows 2 and 11: secrets planted in a call's arguments (a value too short for its schema,
+    and under `db_password`, `accessToken`, `private_key`, `jwt`), in an invalid result, in an invalid
+    error and on the upstream's command line never reach the event log, stderr (events, OTel spans),
+    the report, its page, `check`'s JSON, JUnit, text and HTML (on the run's log and on a capture of the
+    same frames) or the metrics; the log, the report and the page are the owner's only (0600)."""
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
+    upstream = [*SCRIPTED, str(tmp_path / "script.json"), "--token", S_COMMAND]
+    env = {"MCP_LOG_LEVEL": "info", "OTEL_TRACES_EXPORTER": "console"}
+    process, url = gateway_over_http(tmp_path, upstream, "--otel", **env)
+    replies = []
+    try:
+        with httpx.Client() as client:
+            session = http_post(client, url, CLIENT_FRAMES[0], None).headers["mcp-session-id"]
+            for frame in CLIENT_FRAMES[1:]:
+                replies.append(http_post(client, url, frame, session))
+            metrics = client.get(url.removesuffix("/mcp") + "/metrics", timeout=WAIT).text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(WAIT)
+    assert [r.status_code for r in replies[1:]] == [200] * 5  # every request answered
+    folder = tmp_path / "runs" / "mcp_server" / "gateway"
+    [report] = folder.glob("*-report.json")
+    logs = [p for p in folder.glob("*.jsonl") if not p.is_symlink()]
+    violations = set(json.loads(report.read_text())["violations"])
+    assert violations == {"invalid_tool_input", "invalid_tool_output", "invalid_params"}
+    run_cli(tmp_path, "report", str(report), "--html", str(tmp_path / "page.html"))
+    capture = tmp_path / "capture.ndjson"
+    served = [frame for _, frames in SCRIPT for frame in frames]
+    lines = [{"direction": "client_to_server", "frame": f} for f in CLIENT_FRAMES]
+    lines += [{"direction": "server_to_client", "frame": f} for f in served]
+    capture.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    outputs = {
+        "stderr": (tmp_path / "gateway.stderr").read_text(),
+        "event log": "".join(p.read_text() for p in logs),
+        "report": report.read_text(),
+        "page": (tmp_path / "page.html").read_text(),
+        "metrics": metrics,
+    }
+    for source in (capture, logs[0]):
+        for form in ("json", "junit", "html", "text"):
+            outputs[f"check {form} of {source.name}"] = run_cli(tmp_path, "check", str(source), "--format", form)
+    assert "[REDACTED]" in outputs["report"] and "mcp.verdict" in outputs["stderr"]  # it was all seen, hidden
+    leaks = [(name, secret) for name, text in outputs.items() for secret in SECRETS if secret in text]
+    assert leaks == []
+    for path in [report, tmp_path / "page.html", *logs]:
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
+
+
+CARD = "4111111111111111"  # no pattern knows a card number: only the pointer hides it
+PAY = {
+    "name": "pay",
+    "description": "Pay by card",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "card": {
+                "type": "object",
+                "properties": {"number": {"type": "string", "maxLength": 4}, "holder": {"type": "string"}},
+            }
+        },
+    },
+}
+POINTER_POLICY = '[redaction]\npointers = ["/card/number"]\n'
+
+
+def test_row11_a_pointer_hides_a_call_argument_in_the_gateways_report_and_log(tmp_path: Path) -> None:
+    """Issue 30 row 11: pointers are relative to a tool call's arguments; the README's `/card/number`
+    never matched a gateway frame. A refused call's violation and the report's excerpt of it hide
+    the number; the other argument's violation still says what was wrong."""
+    (tmp_path / "policy.toml").write_text(POINTER_POLICY)
+    script = [
+        [1, [{"jsonrpc": "2.0", "id": 1, "result": INITIALIZED}]],
+        [2, [{"jsonrpc": "2.0", "id": 2, "result": {"tools": [PAY]}}]],
+    ]
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    peer = Peer(
+        tmp_path, "--policy", str(tmp_path / "policy.toml"), upstream=[*SCRIPTED, str(tmp_path / "script.json")]
+    )
+    peer.handshake()
+    peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    arguments = {"card": {"number": CARD, "holder": 7}}
+    refused = peer.call(
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "pay", "arguments": arguments}}
+    )
+    assert refused["result"]["isError"] is True  # the sender is told, in full, of its own call
+    status, stderr = peer.finish()
+    assert status == 0, stderr
+    report = peer.report()
+    [example] = report["examples"]["invalid_tool_input"]
+    by_path = {error["path"]: error["msg"] for error in example["errors"]}
+    assert by_path["/card/number"] == "[REDACTED]" and "string" in by_path["/card/holder"]
+    assert '"number":"[REDACTED]"' in example["excerpt"]
+    logs = "".join(p.read_text() for p in (peer.runs / "mcp_server" / "gateway").glob("*.jsonl"))
+    assert CARD not in json.dumps(report) and CARD not in logs and CARD not in stderr
+
+
+def test_row11_a_pointer_hides_a_call_argument_in_serves_log_and_a_path_argument_is_never_logged(
+    tmp_path: Path, backends: tuple[Backend, Backend]
+) -> None:
+    """Issue 30 row 11: the same pointer, in `serve`: a call refused for its card number leaves no
+    trace of it in the log's error details; and an argument used in an HTTP tool's path is recorded
+    as its placeholder (the `route` held it in clear)."""
+    own, _ = backends
+    (tmp_path / "policy.toml").write_text(POINTER_POLICY)
+    pay = {
+        "tool_id": "pay",
+        "name": "pay",
+        "description": "Pay",
+        "args": PAY["inputSchema"],
+        "method": "POST",
+        "path": "/echo",
+    }
+    (tmp_path / "tools.json").write_text(json.dumps({"tools": [pay, _tool("account", "/echo/{account}")]}))
+    runs = tmp_path / "runs"
+    args = ["--http", "127.0.0.1:0", "--tools", str(tmp_path / "tools.json"), "--policy", str(tmp_path / "policy.toml")]
+    env = {"MCP_EXECUTION_BASE_URL": own.url, "MCP_RUNS_DIR": str(runs), "MCP_LOG_LEVEL": "info"}
+    account = "acct-77aa88bb99"  # no pattern knows it either
+    with serving(tmp_path, args, **env) as server, httpx.Client() as client:
+        session = http_post(client, server.address, initialize_frame("2025-11-25", 0), None).headers["mcp-session-id"]
+        http_post(client, server.address, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        call = {"name": "pay", "arguments": {"card": {"number": CARD}}}
+        refused = http_post(
+            client, server.address, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, session
+        )
+        assert refused.status_code == 200 and CARD in refused.text  # the caller sees its own input
+        assert execute(server, "account", {"account": account}).json()["status"] == "success"
+        assert own.received[-1]["path"] == f"/echo/{account}"
+        server.stop()
+        stderr = server.stderr()
+    logs = "".join(p.read_text() for p in (runs / "mcp_server" / "serve").glob("*.jsonl"))
+    assert "/echo/{account}" in logs and "[REDACTED]" in logs  # what was there, hidden
+    for text in (logs, stderr):
+        assert CARD not in text and account not in text

@@ -95,15 +95,18 @@ def prepare(
     config = GatewayConfig.load(config_path, registry, mode=mode)
     limit = settings.max_frame_bytes
     boundary = load_boundary(environ, registry, max_frame_bytes=limit, policy_path=policy_path, catalogue=False)
-    redactor = boundary.policy.redactor
     if upstream_url:
         reason = boundary.policy.outbound_denial(upstream_url, "POST")
         if reason is not None:
             raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
+    # The upstream as it may be shown (ready line, report, page); the secrets its command line gives
+    # (`--token X`) are hidden there, and wherever else they appear (its stderr, its frames).
+    name, hidden = boundary.policy.redactor.redact_command(command or [upstream_url or ""])
+    redactor = boundary.policy.redactor.with_literals(hidden)
     new_upstream = _upstreams(upstream_url, command, limit, config.grace_seconds, redactor)
-    name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
+    new_upstream()  # a bad URL or a missing command is refused here, before any front starts
     policy = boundary.stage_policy
-    report = new_report(name, config, policy, events)
+    report = new_report(name, config, redactor, events)
     lock_path = lock_path or config.lock
     lock = None if lock_path is None else Lockfile.load(lock_path, registry)
     lock_server = lock_server or config.lock_server
@@ -123,7 +126,7 @@ def prepare(
         settings=settings,
         checks=checks,
         new_upstream=new_upstream,
-        upstream_name=redactor.redact_text(name)[0],
+        upstream_name=name,
         redactor=redactor,
     )
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import Rejection
+from ..core.files import PRIVATE
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply
 from ..execution.redaction import Redactor
@@ -114,7 +115,7 @@ class EventLog:
     def open(self) -> EventLog:
         """Create the run's file (as ``.partial`` until it is complete) and start the writer."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._partial.touch()
+        self._partial.touch(mode=PRIVATE)  # the log quotes the traffic: its owner's only
         config = {
             "partial": str(self._partial),
             "max_bytes": self.settings.max_bytes,

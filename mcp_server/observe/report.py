@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonio
-from ..core.files import write_atomic
+from ..core.files import PRIVATE, write_atomic
 from ..core.session import Session
 from ..core.types import ERROR_RESPONSE, RESPONSE, SERVER_TO_CLIENT, Direction, MessageKind, RequestId
 from ..execution.redaction import Redactor
@@ -317,7 +317,7 @@ class ConformanceReport:
         document = self.to_document()
         if self.events is not None:  # where the page finds the run's timings (relative: runs/ may move)
             document["event_log"] = os.path.relpath(self.events.path, folder)
-        write_atomic(path, jsonio.dumps_pretty(document))
+        write_atomic(path, jsonio.dumps_pretty(document), mode=PRIVATE)  # it quotes the traffic
         return path
 
 
@@ -402,7 +402,7 @@ def run_digest(report: Path, document: Mapping[str, Any]) -> dict[str, Any] | No
 def write_page(out: Path, page: str) -> None:
     """The page written whole or not at all; ``ReportError`` when ``out`` cannot be written."""
     try:
-        write_atomic(out, page.encode())
+        write_atomic(out, page.encode(), mode=PRIVATE)
     except OSError as exc:
         raise ReportError("io_error", f"cannot write {out}: {exc.strerror}") from None
 
