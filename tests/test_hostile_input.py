@@ -8,6 +8,7 @@ real clients (raw NDJSON, httpx). One test per row of the issue's table that thi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import select
@@ -572,3 +573,88 @@ def test_row11_a_pointer_hides_a_call_argument_in_serves_log_and_a_path_argument
     assert "/echo/{account}" in logs and "[REDACTED]" in logs  # what was there, hidden
     for text in (logs, stderr):
         assert CARD not in text and account not in text
+
+
+# -- row 3: no self-approval -----------------------------------------------------------------------
+
+APPROVER_TOKEN = "approver-token-7f3e9a1c5b"
+HELD_POLICY = """
+[approval]
+deadline_seconds = 20
+{elicitation}
+[[tool]]
+match = "diff_assets"
+approval = true
+"""
+
+
+def test_row3_serve_over_http_holding_calls_without_an_approver_token_does_not_start(tmp_path: Path) -> None:
+    """Issue 30 row 3: with approvals configured the REST approver requires its token; start-up
+    without MCP_APPROVER_TOKEN is refused, exit 2 naming it (the caller read its held call's id from
+    `GET /approvals` and approved it itself with no credentials)."""
+    (tmp_path / "policy.toml").write_text(HELD_POLICY.format(elicitation=""))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcp_server",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--policy",
+            str(tmp_path / "policy.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path),
+        timeout=WAIT,
+    )
+    assert done.returncode == 2 and "reason=setup_failed" in done.stderr and "MCP_APPROVER_TOKEN" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_row3_a_client_cannot_approve_its_own_call_when_approval_is_out_of_band_only(tmp_path: Path) -> None:
+    """Issue 30 row 3: `[approval] elicitation = false` holds MCP calls for the REST approver only: the
+    official client, which declared elicitation and would approve, is never asked; `/approvals`
+    without the approver's token neither lists nor decides; with it, the call runs."""
+    (tmp_path / "policy.toml").write_text(HELD_POLICY.format(elicitation="elicitation = false"))
+    asked: list[str] = []
+
+    async def approve(context: Any, params: Any) -> Any:
+        from mcp import types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True})
+
+    async def call(url: str) -> Any:
+        from mcp.client.client import Client
+
+        async with Client(url, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=approve) as client:
+            return await client.call_tool("diff_assets", {"base": {"a": 1}, "new": {"a": 2}})
+
+    args = ["--http", "127.0.0.1:0", "--policy", str(tmp_path / "policy.toml")]
+    with serving(tmp_path, args, MCP_APPROVER_TOKEN=APPROVER_TOKEN) as server:
+        approvals = server.address.removesuffix("/mcp") + "/approvals"
+        outcome: list[Any] = []
+        caller = threading.Thread(target=lambda: outcome.append(asyncio.run(call(server.address))), daemon=True)
+        caller.start()
+        bearer = {"Authorization": f"Bearer {APPROVER_TOKEN}"}
+        held = wait_for_held(approvals, bearer)
+        assert httpx.get(approvals, timeout=WAIT).status_code == CanonicalError.APPROVER_UNAUTHORIZED.http_status
+        decision = {"decision": "allow", "arguments_sha256": held["arguments_sha256"]}
+        self_approved = httpx.post(f"{approvals}/{held['id']}", json=decision, timeout=WAIT)
+        assert self_approved.status_code == CanonicalError.APPROVER_UNAUTHORIZED.http_status
+        assert httpx.post(f"{approvals}/{held['id']}", json=decision, headers=bearer, timeout=WAIT).status_code == 200
+        caller.join(WAIT)
+    assert asked == [] and outcome and outcome[0].is_error is False
+
+
+def wait_for_held(url: str, headers: dict[str, str]) -> dict[str, Any]:
+    """The first call held for approval, as the approver sees it (bounded wait: the call is in flight)."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        pending = httpx.get(url, headers=headers, timeout=WAIT).json()["pending"]
+        if pending:
+            return dict(pending[0])
+        time.sleep(0.02)
+    raise AssertionError("no call was held")
