@@ -658,3 +658,45 @@ def wait_for_held(url: str, headers: dict[str, str]) -> dict[str, Any]:
             return dict(pending[0])
         time.sleep(0.02)
     raise AssertionError("no call was held")
+
+
+# -- row 9: enforce means enforce ----------------------------------------------------------------
+
+
+def tool_call(request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+@pytest.mark.parametrize("mode", ["enforce", "observe"])
+def test_row9_a_tool_the_upstream_does_not_list_is_refused_in_enforce_and_reported_in_observe(
+    tmp_path: Path, mode: str
+) -> None:
+    """Issue 30 row 9: policy names match exactly (`deny = ["ech*"]` does not deny `Echo`), and a
+    call of a tool the upstream's whole list does not hold is refused as `tool_not_found` and never
+    forwarded in enforce mode; observe mode relays it and reports it (`Refund` and `REFUND` were
+    relayed upstream as `tool_not_listed`)."""
+    (tmp_path / "policy.toml").write_text('[tools]\ndeny = ["ech*"]\n')
+    peer = Peer(tmp_path, "--mode", mode, "--policy", str(tmp_path / "policy.toml"))
+    peer.handshake()
+    peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    echo, upper = peer.call(tool_call(3, "Echo", text="x")), peer.call(tool_call(4, "ECHO", text="x"))
+    denied, added = peer.call(tool_call(5, "echo", text="x")), peer.call(tool_call(6, "add", a=1, b=2))
+    status, stderr = peer.finish()
+    assert status == 0, stderr
+    assert denied["error"]["data"]["reason"] == CanonicalError.POLICY_DENIED.reason  # the policy, in every mode
+    assert added["result"]["structuredContent"] == {"total": 3}
+    report = peer.report()
+    assert report["violations_by_tool"]["tool_not_found"] == {"ECHO": 1, "Echo": 1}
+    relayed = report["frames"]["server_to_client"]["tools/call"]
+    if mode == "enforce":
+        for refused in (echo, upper):
+            assert refused["error"]["code"] == CanonicalError.TOOL_NOT_FOUND.mcp_code
+            assert refused["error"]["data"]["reason"] == CanonicalError.TOOL_NOT_FOUND.reason
+        assert relayed == 1  # only `add` went upstream
+    else:
+        assert relayed == 3  # the upstream answered `Echo` and `ECHO` itself
