@@ -13,12 +13,11 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .core.files import write_atomic
+from .core.files import ReadyFile
 from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port
 from .execution.redaction import Redactor
 from .registry.schemas import SchemaError
@@ -212,13 +211,6 @@ def _redact_logs(redactor: Redactor) -> None:
         handler.addFilter(redact)
 
 
-def _write_ready(path: Path, address: str | None = None) -> None:
-    """``<pid> <ISO-8601 UTC>`` (and the address, for a server that picked its own port)."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, (f"{os.getpid()} {stamp}" + (f" {address}" if address else "") + "\n").encode())
-
-
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -264,6 +256,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.http:
         host, port = parse_host_port(args.http, name="--http")
         settings = replace(settings, endpoint="http", http_host=host, http_port=port)
+    ready_file = ReadyFile(settings.ready_file)
+    ready_file.claim()  # never another's file: refused before anything starts
     events = _event_log(settings, args, "serve")
     server = startup.prepare(
         settings, environ, events, policy_path=args.policy, tools_path=args.tools, assert_formats=args.assert_formats
@@ -275,12 +269,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     detail = {"mode": "serve", "versions": registry.versions, "schemas": registry.provenance}
     events.emit("start", status="started", transport=mode, detail=detail)
     dirs = f"schemas_dir={server.corpus.schemas_dir} examples_dir={server.corpus.examples_dir}"
-    cleanup: list[Path] = []  # what this process created, removed on the way out
 
     def ready(line: str, address: str | None = None) -> Callable[[], None]:
         def on_ready() -> None:
-            _write_ready(settings.ready_file, address)
-            cleanup.append(settings.ready_file)
+            ready_file.write(address)
             _say(f"mcp:ready mode={mode} {line}{dirs}")
 
         return on_ready
@@ -294,9 +286,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             listener, url = _listen_tcp(settings.http_host, settings.http_port, "/mcp")
             startup.run_http(server, listener, ready(f"url={url} ", url))
     finally:
-        for path in cleanup:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        ready_file.remove()
         events.emit("stop", status="stopped", transport=mode, detail={"mode": "serve"})
         events.close()
         _say(f"mcp:shutdown mode={mode}")
@@ -308,6 +298,8 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
 
     listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
     settings = Settings.from_env(environ)
+    ready_file = ReadyFile(settings.ready_file)
+    ready_file.claim()  # never another's file: refused before anything starts
     events = _event_log(settings, args, "gateway")
     gateway = startup.prepare(
         settings,
@@ -332,7 +324,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:
-            _write_ready(settings.ready_file, address)
+            ready_file.write(address)
             _say(f"mcp:ready mode=gateway listen={where} {ready}")
 
         return said
@@ -355,8 +347,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            settings.ready_file.unlink()
+        ready_file.remove()  # only the one this process wrote: a gateway that never bound removes none
         gateway.checks.tracer.close()
         events.emit("stop", status="stopped", transport=listen.front, detail={"mode": "gateway"})
         events.close()

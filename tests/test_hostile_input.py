@@ -700,3 +700,168 @@ def test_row9_a_tool_the_upstream_does_not_list_is_refused_in_enforce_and_report
         assert relayed == 1  # only `add` went upstream
     else:
         assert relayed == 3  # the upstream answered `Echo` and `ECHO` itself
+
+
+# -- row 13: files --------------------------------------------------------------------------------
+
+
+def serve_with_ready_file(tmp_path: Path, ready: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`mcp-server serve ARGS` with MCP_READY_FILE=ready, its input closed at once (a STDIO server ends)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_server", "serve", *args],
+        input="",
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path, MCP_READY_FILE=ready),
+        timeout=WAIT,
+    )
+
+
+def test_row13_the_ready_file_is_never_someone_elses(tmp_path: Path) -> None:
+    """Issue 30 row 13: an existing file that is not a ready file is refused (exit 2) and left as it
+    was (it was overwritten, then deleted at exit); a live server's ready file is refused to a second
+    one, and one that cannot listen removes nothing (a gateway that failed to bind deleted another
+    instance's); an unwritable path exits 2 with a clear message, no traceback."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes, not a ready file\n")
+    refused = serve_with_ready_file(tmp_path, str(notes))
+    assert refused.returncode == 2 and "MCP_READY_FILE" in refused.stderr
+    assert notes.read_text() == "my notes, not a ready file\n"
+    with serving(tmp_path, ["--http", "127.0.0.1:0"]) as first:
+        mine = first.ready_file.read_bytes()
+        port = first.address.rsplit(":", 1)[1].split("/")[0]
+        same_file = serve_with_ready_file(tmp_path, str(first.ready_file), "--http", "127.0.0.1:0")
+        same_port = serve_with_ready_file(tmp_path, str(tmp_path / "second.ready"), "--http", f"127.0.0.1:{port}")
+        assert same_file.returncode == 2 and f"running process {first.process.pid}" in same_file.stderr
+        assert same_port.returncode == 2 and "cannot listen" in same_port.stderr
+        assert first.ready_file.read_bytes() == mine and not (tmp_path / "second.ready").exists()
+    unwritable = serve_with_ready_file(tmp_path, "/proc/self/nope/x")
+    assert unwritable.returncode == 2 and "MCP_READY_FILE /proc/self/nope/x" in unwritable.stderr
+    assert "Traceback" not in unwritable.stderr
+
+
+def test_row13_a_stale_ready_file_of_a_process_gone_is_taken_over_and_removed(tmp_path: Path) -> None:
+    """Issue 30 row 13: a ready file this user's server left behind (its process is gone) is ours to
+    replace; at exit the server removes the one it wrote."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(WAIT)
+    stale = tmp_path / "stale.ready"
+    stale.write_text(f"{gone.pid} 2026-01-01T00:00:00Z\n")
+    done = serve_with_ready_file(tmp_path, str(stale))  # STDIO: ready at once, ended by its closed input
+    assert done.returncode == 0, done.stderr
+    assert "mcp:ready" in done.stderr and not stale.exists()
+
+
+def wrap_config(tmp_path: Path, *args: str, **limits: int) -> subprocess.CompletedProcess[str]:
+    """`mcp-server wrap ARGS`; ``file_size``: the largest file it may write (RLIMIT_FSIZE), to make a
+    write fail as a full disk would."""
+
+    def limited() -> None:
+        import resource
+
+        if "file_size" in limits:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), no signal
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size"], limits["file_size"]))
+
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_server", "wrap", *args],
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "client-runs")),
+        timeout=WAIT,
+        preexec_fn=limited,
+    )
+
+
+CLIENT_CONFIG = {"mcpServers": {"local": {"command": sys.executable, "args": ["server.py"]}}}
+
+
+def test_row13_wrap_writes_through_a_link_and_undo_keeps_it(tmp_path: Path) -> None:
+    """Issue 30 row 13: `wrap` writes a symlinked configuration through the link, which stays, and
+    `--undo` restores the original there (it turned the link into a plain file)."""
+    (tmp_path / "dotfiles").mkdir()
+    target = tmp_path / "dotfiles" / "mcp.json"
+    original = json.dumps(CLIENT_CONFIG, indent=2).encode()
+    target.write_bytes(original)
+    link = tmp_path / "mcp.json"
+    link.symlink_to(target)
+    wrapped = wrap_config(tmp_path, str(link))
+    assert wrapped.returncode == 0, wrapped.stderr
+    assert link.is_symlink() and link.resolve() == target
+    assert json.loads(target.read_text())["mcpServers"]["local"]["args"][0] == "gateway"
+    undone = wrap_config(tmp_path, "--undo", str(link))
+    assert undone.returncode == 0, undone.stderr
+    assert link.is_symlink() and target.read_bytes() == original
+    assert not (tmp_path / "mcp.json.bak").exists()
+
+
+def test_row13_a_wrap_that_cannot_write_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Issue 30 row 13: a rewrite that fails (a file larger than may be written, as a full disk)
+    exits 2, the configuration as it was and no backup left (a stale `.bak` stopped the next wrap)."""
+    config = tmp_path / "mcp.json"
+    original = json.dumps(CLIENT_CONFIG).encode()
+    config.write_bytes(original)
+    failed = wrap_config(tmp_path, str(config), file_size=len(original))  # the backup fits, the rewrite not
+    assert failed.returncode == 2 and "reason=setup_failed" in failed.stderr and "Traceback" not in failed.stderr
+    assert config.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcp.json"]
+
+
+def test_row13_undo_compares_contents_not_times(tmp_path: Path) -> None:
+    """Issue 30 row 13: `--undo` refuses when the configuration's content changed after the wrap,
+    whatever its time says (a change that kept the time was lost)."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps(CLIENT_CONFIG))
+    assert wrap_config(tmp_path, str(config)).returncode == 0
+    when = config.stat()
+    edited = json.loads(config.read_text())
+    edited["mcpServers"]["added_by_hand"] = {"command": "other"}
+    config.write_text(json.dumps(edited, indent=2))
+    os.utime(config, ns=(when.st_atime_ns, when.st_mtime_ns))
+    refused = wrap_config(tmp_path, "--undo", str(config))
+    assert refused.returncode == 2 and "changed after it was wrapped" in refused.stderr
+    assert "added_by_hand" in json.loads(config.read_text())["mcpServers"]
+
+
+def test_row13_get_schema_never_serves_a_link_out_of_the_schema_root(tmp_path: Path) -> None:
+    """Issue 30 row 13: a schema file that is a link leading out of the configured root is neither
+    listed nor served (`get_schema` served a symlink pointing outside the schema root)."""
+    root, outside = tmp_path / "schemas", tmp_path / "private"
+    root.mkdir()
+    outside.mkdir()
+    (root / "kept.schema.json").write_text(json.dumps({"type": "object"}))
+    (outside / "secret.json").write_text(json.dumps({"type": "object", "description": "outside the root"}))
+    (root / "leak.schema.json").symlink_to(outside / "secret.json")
+    frames = [
+        initialize_frame("2025-11-25", 1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "get_schema", "arguments": {"name": "leak"}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_schemas", "arguments": {}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "get_schema", "arguments": {"name": "kept"}},
+        },
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "serve"],
+        input="".join(json.dumps(f) + "\n" for f in frames),
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path, SYN_SCHEMAS_DIR=str(root)),
+        timeout=WAIT,
+    )
+    replies = {
+        reply["id"]: reply["result"]["structuredContent"]
+        for reply in [json.loads(line) for line in done.stdout.splitlines()][1:]
+    }
+    assert replies[2] == {"ok": False, "reason": "not_found"}
+    assert [entry["name"] for entry in replies[3]["schemas"]] == ["kept"]
+    assert replies[4]["ok"] is True
+    assert "leak.schema.json leads out of the root" in done.stderr

@@ -1,17 +1,23 @@
 """A file written whole or not at all: what every writer of a file others read (a ready file, a
-report, a page, a golden, a lockfile, a client's configuration) shares; and the modes of the files
-that may hold what the traffic carried (logs, reports, pages: the owner's only)."""
+report, a page, a golden, a lockfile, a client's configuration) shares; the modes of the files that
+may hold what the traffic carried (logs, reports, pages: the owner's only); and the ready file,
+which is never someone else's file."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
+import stat
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["PRIVATE", "open_private", "write_atomic"]
+from .settings import SetupError
+
+__all__ = ["PRIVATE", "ReadyFile", "open_private", "write_atomic"]
 
 PRIVATE = 0o600
 """Logs, reports and pages: read and written by their owner only (they quote the traffic)."""
@@ -42,3 +48,81 @@ def open_private(path: Path) -> BinaryIO:
     """``path`` opened to append, created (if new) readable by its owner only."""
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE)
     return os.fdopen(descriptor, "ab")
+
+
+# What this program writes in a ready file: ``<pid> <ISO-8601 UTC> [address]``.
+_READY = re.compile(rb"(\d{1,10}) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ( \S+)?\n")
+
+
+class ReadyFile:
+    """``MCP_READY_FILE``: claimed at start-up, written once the server listens, removed at the end
+    only while it still holds what this process wrote. A file there already is taken over only when
+    it is a ready file of this user's whose process is gone; anything else (another's file, a link, a
+    live process's ready file, a path that cannot be written) is a ``SetupError`` before anything
+    starts."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.written: bytes | None = None
+
+    def claim(self) -> None:
+        where = f"MCP_READY_FILE {self.path}"
+        try:
+            found = os.lstat(self.path)
+        except FileNotFoundError:
+            found = None
+        except OSError as exc:
+            raise SetupError(f"{where}: {exc.strerror}") from None
+        if found is not None:
+            owner = self._owner(found)
+            if owner is None:
+                raise SetupError(f"{where} exists and is not a ready file of this user's: it is not overwritten")
+            if owner != os.getpid() and _alive(owner):
+                raise SetupError(f"{where} is the ready file of the running process {owner}")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SetupError(f"{where}: cannot make its folder: {exc.strerror}") from None
+        if not os.access(self.path.parent, os.W_OK | os.X_OK):
+            raise SetupError(f"{where}: its folder cannot be written")
+
+    def _owner(self, found: os.stat_result) -> int | None:
+        """The process a ready file there names, when it is one this user wrote (a regular file)."""
+        if not stat.S_ISREG(found.st_mode) or found.st_uid != os.getuid() or found.st_size > 512:
+            return None
+        try:
+            matched = _READY.fullmatch(self.path.read_bytes())
+        except OSError:
+            return None
+        return None if matched is None else int(matched.group(1))
+
+    def write(self, address: str | None = None) -> None:
+        """``<pid> <ISO-8601 UTC>`` (and the address, for a server that picked its own port)."""
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        data = (f"{os.getpid()} {stamp}" + (f" {address}" if address else "") + "\n").encode()
+        try:
+            write_atomic(self.path, data)
+        except OSError as exc:
+            raise SetupError(f"MCP_READY_FILE {self.path}: {exc.strerror}") from None
+        self.written = data
+
+    def remove(self) -> None:
+        """Removed if this process wrote it and it is still what was written (another may own it now)."""
+        if self.written is None:
+            return
+        with contextlib.suppress(OSError):
+            if self.path.read_bytes() == self.written:
+                self.path.unlink()
+        self.written = None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    except OverflowError:
+        return False
+    return True

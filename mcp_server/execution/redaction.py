@@ -51,8 +51,10 @@ SECRET_NAMES: tuple[str, ...] = (
 )
 """Names whose values are secret: a key is secret when its words hold one of these (see ``name_words``)."""
 
-_VALUE = r"""(?:\\*"(?:[^"\\]|\\[^"])*\\*"|'[^']*'|[^\s"',;&}\\]+)"""
-"""A value after ``key=`` or ``key:`` in text: quoted (also inside escaped JSON, ``\\"...\\"``) or a word."""
+_VALUE = r"""(?:(\\*")(?:[^"\\]|\\[^"])*(\\*")|(')[^']*(')|[^\s"',;&}\\]+)"""
+"""A value after ``key=`` or ``key:`` in text: quoted (also inside escaped JSON, ``\\"...\\"``: its
+quotes are groups 2 and 3, or 4 and 5, kept around the mask) or a word."""
+_KEY_VALUE_MASK = r"\g<1>\g<2>\g<4>" + MASK + r"\g<3>\g<5>"
 
 # (pattern, replacement, core): the key-value forms keep the key so a reader sees what was hidden. The
 # core is text every match holds and JSON escaping cannot change (no quote, backslash or control
@@ -151,7 +153,7 @@ class Redactor:
         configured, own, pointers, literals = tuple(keys), tuple(patterns), tuple(pointers), tuple(literals)
         names = tuple(dict.fromkeys(w for w in (name_words(n) for n in (*SECRET_NAMES, *configured)) if w))
         sources = [(p, r) for p, r, _ in SECRET_PATTERNS]
-        sources += [(_key_value_pattern(names), r"\g<1>" + MASK), *((p, MASK) for p in own)]
+        sources += [(_key_value_pattern(names), _KEY_VALUE_MASK), *((p, MASK) for p in own)]
         sources += [(re2.escape(value), MASK) for value in literals]
         cores = [core for _, _, core in SECRET_PATTERNS] + ["(?i:" + _name_pattern(w, _SEPARATOR) + ")" for w in names]
         cores += [re2.escape(jsonio.dumps(value).decode()[1:-1]) for value in literals]  # as JSON writes it
