@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .core.files import ReadyFile
-from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port
+from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port, seconds
 from .execution.redaction import Redactor
 from .registry.schemas import SchemaError
 
@@ -74,6 +74,14 @@ def _described(command: str, what: str) -> dict[str, Any]:
     }
 
 
+def _seconds(text: str) -> float:
+    """An option's number of seconds: finite, above 0, at most a day (``nan`` turned reaping off)."""
+    try:
+        return seconds(text, name="a number of seconds")
+    except SetupError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("a number of seconds ")) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-server",
@@ -119,7 +127,9 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
     )
     gateway.add_argument("--max-sessions", type=int, default=100, help="HTTP: open client sessions at most")
-    gateway.add_argument("--idle-timeout", type=float, default=600.0, help="HTTP: seconds before an idle session ends")
+    gateway.add_argument(
+        "--idle-timeout", type=_seconds, default=600.0, help="HTTP: seconds before an idle session ends"
+    )
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
@@ -168,7 +178,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
         "(--upstream URL | -- COMMAND ...)",
     )
     doctor.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
-    doctor.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    doctor.add_argument("--timeout", type=_seconds, default=10.0, help="seconds each request waits at most (10)")
     doctor.add_argument("--format", choices=["text", "json"], default="text", help="the verdict's form (text)")
     doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
     doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
@@ -185,7 +195,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     lock.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
     lock.add_argument("--output", type=Path, default=Path("mcp.lock.json"), help="the lockfile (mcp.lock.json)")
     lock.add_argument("--server", metavar="NAME", help="its entry's key (default: the server's serverInfo.name)")
-    lock.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    lock.add_argument("--timeout", type=_seconds, default=10.0, help="seconds each request waits at most (10)")
 
 
 def _setup_logging(environ: Mapping[str, str]) -> None:

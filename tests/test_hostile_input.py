@@ -865,3 +865,82 @@ def test_row13_get_schema_never_serves_a_link_out_of_the_schema_root(tmp_path: P
     assert [entry["name"] for entry in replies[3]["schemas"]] == ["kept"]
     assert replies[4]["ok"] is True
     assert "leak.schema.json leads out of the root" in done.stderr
+
+
+# -- row 14: settings -----------------------------------------------------------------------------
+
+LOCKFILE_TWICE = (
+    '{"lockfileVersion": 1, "servers": {"reviewed": {"tools": []}}, "servers": {"unreviewed": {"tools": []}}}'
+)
+
+
+def gateway_exits(tmp_path: Path, *options: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`mcp-server gateway OPTIONS -- SDK upstream`, its input closed at once."""
+    return subprocess.run(
+        gateway_command(*options),
+        input="",
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"), **env),
+        timeout=WAIT,
+    )
+
+
+@pytest.mark.parametrize(
+    ("files", "options", "env", "named"),
+    [
+        ({"lock.json": LOCKFILE_TWICE}, ["--lock", "lock.json"], {}, "'servers' appears twice"),
+        (
+            {"gw.json": '{"rules": {"tool_definiton_changed": false}}'},
+            ["--config", "gw.json"],
+            {},
+            "/rules/tool_definiton_changed",
+        ),
+        ({}, ["--listen", "http://127.0.0.1:0/mcp", "--idle-timeout", "nan"], {}, "--idle-timeout"),
+        ({}, [], {"MCP_MAX_FRAME_BYTES": "99999999999999999999"}, "MCP_MAX_FRAME_BYTES"),
+        ({"p.toml": '[redaction]\npatterns = ["(a)\\\\1"]\n'}, ["--policy", "p.toml"], {}, "/redaction/patterns/0"),
+        (
+            {"p.toml": "", "approval.key": "k" * 40},
+            ["--policy", "p.toml"],
+            {"MCP_APPROVAL_KEY_FILE": "approval.key"},
+            "MCP_APPROVAL_KEY_FILE",
+        ),
+    ],
+    ids=[
+        "duplicate-json-key",
+        "unknown-rule",
+        "nan-seconds",
+        "absurd-frame-limit",
+        "non-linear-pattern",
+        "readable-key-file",
+    ],
+)
+def test_row14_a_bad_setting_is_refused_with_exit_2_naming_it(
+    tmp_path: Path, files: dict[str, str], options: list[str], env: dict[str, str], named: str
+) -> None:
+    """Issue 30 row 14: each was accepted without a word (the later `servers` won, a misspelt rule
+    stayed on, `nan` turned reaping off, a limit past any memory, a key file others can read)."""
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+        (tmp_path / name).chmod(0o644)
+    resolved = [str(tmp_path / option) if option in files else option for option in options]
+    variables = {key: str(tmp_path / value) if value in files else value for key, value in env.items()}
+    done = gateway_exits(tmp_path, *resolved, **variables)
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr and "Traceback" not in done.stderr
+
+
+def test_row14_a_catastrophic_redaction_pattern_is_harmless(tmp_path: Path) -> None:
+    """Issue 30 row 14: `(a+)+$` is accepted, and harmless: RE2 runs it in linear time, so a frame
+    whose id is 64 KiB of `a` and a `b` (exponential for a backtracking engine) is answered at once,
+    and the frame behind it too."""
+    (tmp_path / "policy.toml").write_text('[redaction]\npatterns = ["(a+)+$"]\n')
+    peer = Peer(tmp_path, "--policy", str(tmp_path / "policy.toml"))
+    peer.handshake()
+    long_id = "a" * 65536 + "b"
+    peer.send({"jsonrpc": "2.0", "id": long_id, "method": "no/such/method"})
+    peer.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert peer.receive()["id"] == long_id
+    assert peer.receive() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    status, stderr = peer.finish()
+    assert status == 0, stderr

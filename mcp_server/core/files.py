@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from .settings import SetupError
 
-__all__ = ["PRIVATE", "ReadyFile", "open_private", "write_atomic"]
+__all__ = ["PRIVATE", "ReadyFile", "open_private", "read_secret", "write_atomic"]
 
 PRIVATE = 0o600
 """Logs, reports and pages: read and written by their owner only (they quote the traffic)."""
@@ -42,6 +42,20 @@ def write_atomic(path: Path, data: bytes, *, keep_mode: bool = False, mode: int 
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
+
+
+def read_secret(path: Path, *, name: str) -> bytes:
+    """A file holding a secret (a key, a credential), read only when its owner alone may read or write
+    it: a file group or others can open is a ``SetupError`` (chmod 600), as is one that cannot be read.
+    The mode is that of the file opened, not of a name someone could swap after a check."""
+    try:
+        with path.open("rb") as handle:
+            mode = stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
+            if mode & 0o077:
+                raise SetupError(f"{name} ({path}) may be opened by others (mode {mode:04o}): chmod 600 it")
+            return handle.read()
+    except OSError as exc:
+        raise SetupError(f"{name}: cannot read {path}: {exc.strerror}") from None
 
 
 def open_private(path: Path) -> BinaryIO:

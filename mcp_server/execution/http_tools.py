@@ -20,6 +20,7 @@ import httpx
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
+from ..core.files import read_secret
 from ..core.settings import DEFAULT_MAX_FRAME_BYTES, SetupError
 from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry, ToolIO
@@ -97,10 +98,11 @@ def _credential(entry: Mapping[str, Any], environ: Mapping[str, str], where: str
         if not value:
             raise SetupError(f"{where}: credential variable {entry['env']} is not set")
     else:
+        raw = read_secret(Path(entry["file"]), name=f"{where}: credential file")
         try:
-            value = Path(entry["file"]).read_text().strip()
-        except OSError as exc:
-            raise SetupError(f"{where}: credential file {entry['file']}: {exc.strerror}") from None
+            value = raw.decode().strip()
+        except UnicodeDecodeError:
+            raise SetupError(f"{where}: credential file {entry['file']}: not UTF-8") from None
     return str(entry.get("prefix", "")) + value
 
 

@@ -12,12 +12,21 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import CanonicalError
 from ..core.settings import SetupError
 from ..core.types import Direction
 from ..registry.config import read_config
+from ..registry.lockfile import LOCK_RULES
 from ..registry.schemas import SchemaRegistry
 
-__all__ = ["GatewayConfig", "Mode"]
+__all__ = ["INVALID_TOOL_SCHEMA", "RULES", "TOOL_DEFINITION_CHANGED", "GatewayConfig", "Mode"]
+
+TOOL_DEFINITION_CHANGED = "tool_definition_changed"  # a tool listed again otherwise than first seen
+INVALID_TOOL_SCHEMA = "invalid_tool_schema"  # a tool whose schemas do not compile
+RULES = frozenset(
+    {member.slug for member in CanonicalError} | {*LOCK_RULES, TOOL_DEFINITION_CHANGED, INVALID_TOOL_SCHEMA}
+)
+"""Every rule `[rules]` may turn off: the catalogue's slugs, the tool listing's and the lockfile's rules."""
 
 
 class Mode(StrEnum):
@@ -60,6 +69,9 @@ class GatewayConfig:
         if mode is not None and mode not in {m.value for m in Mode}:
             raise SetupError(f"--mode must be enforce or observe, got {mode!r}")
         directions = document.get("directions", {})
+        unknown = sorted(set(document.get("rules", {})) - RULES)
+        if unknown:  # a misspelt rule would stay on, silently
+            raise SetupError(f"gateway config {path}: at /rules/{unknown[0]}: no such rule")
         return cls(
             mode=Mode(mode or document.get("mode", Mode.ENFORCE)),
             directions={Direction(k): Mode(v) for k, v in directions.items()},

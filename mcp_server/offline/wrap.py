@@ -173,9 +173,11 @@ def run_wrap(args: argparse.Namespace) -> int:
 
 def _parse(raw: bytes, path: Path) -> Any:
     try:
-        return jsonio.loads(raw)
+        return jsonio.loads_unique(raw)  # a key given twice: one of the two would be lost in the rewrite
     except jsonio.JSONSyntaxError as exc:
         raise SetupError(f"{path} is not valid JSON (comments are not supported): {exc}") from None
+    except jsonio.DuplicateKeyError as exc:
+        raise SetupError(f"{path}: {exc}; it is left as it is") from None
 
 
 def _rendered(document: Any) -> bytes:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...core import jsonio
 from ...core.errors import Rejection
-from ...core.settings import SetupError
+from ...core.settings import SetupError, seconds
 from ...execution.policy import Policy
 from ...registry.corpus import Corpus, validate_against
 from . import Tool, ToolContext
@@ -22,13 +22,7 @@ def populate_backend_tool(corpus: Corpus, environ: Mapping[str, str], policy: Po
     """``policy`` governs the outbound POST (domain and HTTP method), like every outbound call."""
     base = environ.get("SYN_BACKEND_URL") or ""
     assets_path = environ.get("SYN_BACKEND_ASSETS_PATH") or "/synesthetic-assets/"
-    raw_timeout = environ.get("SYN_BACKEND_TIMEOUT") or "5"
-    try:
-        timeout = float(raw_timeout)
-    except ValueError:
-        raise SetupError(f"SYN_BACKEND_TIMEOUT must be a number of seconds, got {raw_timeout!r}") from None
-    if timeout <= 0:
-        raise SetupError(f"SYN_BACKEND_TIMEOUT must be a number of seconds, got {raw_timeout!r}")
+    timeout = seconds(environ.get("SYN_BACKEND_TIMEOUT") or "5", name="SYN_BACKEND_TIMEOUT")
     if base and not base.startswith(("http://", "https://")):
         raise SetupError(f"SYN_BACKEND_URL must be an http(s) URL, got {base!r}")
     url = base.rstrip("/") + "/" + assets_path.lstrip("/")
