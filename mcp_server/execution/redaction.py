@@ -8,7 +8,8 @@ whether a text needs any. It never touches what is forwarded: callers redact the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +84,7 @@ FRAME: tuple[tuple[str, ...], ...] = (("params", "arguments"), ("result", "struc
 _DETAIL_ANCHORS = ("/params/arguments", "/result/structuredContent", "/args", "")
 """Where a violation's ``path`` may start before the pointer part (tool input paths start at the arguments)."""
 _CACHE_LIMIT = 4096  # key names remembered; cleared whole when full
+_BATCH_FROM = 64  # strings in a document from which one search of them all comes cheaper than one each
 
 # Words of a name: camelCase humps, ALLCAPS runs, lower-case runs and digits; anything else separates.
 # Each alternative consumes its run or fails within it, so the search is linear in the name.
@@ -245,7 +247,7 @@ class Redactor:
         as it is (not copied)."""
         if not self.pointers and self._clean(value):
             return value, False
-        copy, applied = self._walk(value)
+        copy, applied = self._walk(value, self._suspects(value))
         for tokens in [(*place, *tokens) for place in at for tokens in self.pointers]:
             copy, hit = _mask_at(copy, tokens)
             applied = applied or hit
@@ -271,22 +273,44 @@ class Redactor:
             return False
         return self.any_core.search(text) is None
 
-    def _walk(self, value: Any) -> tuple[Any, bool]:
+    def _suspects(self, value: Any) -> frozenset[str] | None:
+        """The strings of ``value`` a pattern may match, found by one search of them all, joined by
+        newlines (``None``: search each one; few strings, or a pattern of the policy's, which may be
+        anchored). A match across two strings flags both; one inside a string is always found (a
+        match that runs on into it flags it too): none is missed, a few are searched for nothing."""
+        if self.any_core is None:
+            return None
+        strings: list[str] = []
+        _strings(value, strings.append)
+        if len(strings) < _BATCH_FROM:
+            return None
+        starts, offset = [], 0
+        for text in strings:
+            starts.append(offset)
+            offset += len(text) + 1
+        suspects: set[str] = set()
+        for match in self.any_pattern.finditer("\n".join(strings)):
+            first = bisect_right(starts, match.start()) - 1
+            last = bisect_right(starts, max(match.start(), match.end() - 1)) - 1
+            suspects.update(strings[first : last + 1])
+        return frozenset(suspects)
+
+    def _walk(self, value: Any, suspects: frozenset[str] | None) -> tuple[Any, bool]:
         if isinstance(value, str):
-            return self.redact_text(value)
+            return (value, False) if suspects is not None and value not in suspects else self.redact_text(value)
         if isinstance(value, Mapping):
-            return self._walk_object(value)
+            return self._walk_object(value, suspects)
         if isinstance(value, (list, tuple)):
             applied = False
             items = []
             for item in value:
-                redacted, hit = self._walk(item)
+                redacted, hit = self._walk(item, suspects)
                 items.append(redacted)
                 applied = applied or hit
             return items, applied
         return value, False
 
-    def _walk_object(self, value: Mapping[Any, Any]) -> tuple[dict[Any, Any], bool]:
+    def _walk_object(self, value: Mapping[Any, Any], suspects: frozenset[str] | None) -> tuple[dict[Any, Any], bool]:
         applied = False
         out: dict[Any, Any] = {}
         hidden_detail = _is_detail(value) and self._hidden_path(value["path"])
@@ -295,7 +319,7 @@ class Redactor:
                 out[key] = MASK  # a violation's message quotes the value it is about: never one hidden
                 applied = True
                 continue
-            out[key], hit = self._walk(item)
+            out[key], hit = self._walk(item, suspects)
             applied = applied or hit
         return out, applied
 
@@ -309,6 +333,18 @@ class Redactor:
         if any(self.secret_name(token) for token in tokens):
             return True
         return any(tokens[: len(hidden)] == hidden[: len(tokens)] for hidden in self._detail_pointers)
+
+
+def _strings(value: Any, add: Callable[[str], None]) -> None:
+    """Every string of a JSON value (not its keys), depth first."""
+    if isinstance(value, str):
+        add(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _strings(item, add)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _strings(item, add)
 
 
 def _is_detail(value: Mapping[Any, Any]) -> bool:

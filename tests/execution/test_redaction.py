@@ -219,3 +219,33 @@ def test_a_document_with_nothing_to_hide_is_not_copied() -> None:
     assert redacted is document and applied is False
     escaped = {"note": "\nsk_test_abcdefghijklmnop"}  # a secret behind an escape: still found
     assert Redactor.build().redact(escaped)[1] is True
+
+
+@given(
+    pieces=st.lists(
+        st.sampled_from(
+            [
+                "plain",
+                "a@",
+                "mail bob@example.org",
+                "Bearer abc.def",
+                "password=hunter22",
+                "x\n",
+                "-----BEGIN",
+                "eyJ",
+                "sk_test_abcdefghijklmnop",
+                "@example.org",
+                "bob",
+                "",
+            ]
+        ),
+        min_size=64,
+        max_size=120,
+    )
+)
+def test_one_search_of_all_the_strings_finds_what_one_search_each_finds(pieces: list[str]) -> None:
+    """Issue 30 row 1: a document of many strings is searched once, joined; a match across two of them
+    only costs a search, and no string that needs hiding is missed."""
+    redactor = Redactor.build()
+    document = {"items": [pieces[i] + pieces[-1 - i] for i in range(len(pieces))]}
+    assert redactor.redact(document) == redactor._walk(document, None)
