@@ -215,6 +215,8 @@ def _redact_logs(redactor: Redactor) -> None:
     def redact(record: logging.LogRecord) -> bool:
         record.msg, _ = redactor.redact_text(record.getMessage())
         record.args = ()
+        if record.exc_info and not record.exc_text:  # a traceback quotes values too: formatted here, redacted
+            record.exc_text = redactor.redact_text(logging.Formatter().formatException(record.exc_info))[0]
         return True
 
     for handler in logging.getLogger("mcp_server").handlers:
