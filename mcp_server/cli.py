@@ -74,14 +74,6 @@ def _described(command: str, what: str) -> dict[str, Any]:
     }
 
 
-def _seconds(text: str) -> float:
-    """An option's number of seconds: finite, above 0, at most a day (``nan`` turned reaping off)."""
-    try:
-        return seconds(text, name="a number of seconds")
-    except SetupError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("a number of seconds ")) from None
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-server",
@@ -127,9 +119,7 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
     )
     gateway.add_argument("--max-sessions", type=int, default=100, help="HTTP: open client sessions at most")
-    gateway.add_argument(
-        "--idle-timeout", type=_seconds, default=600.0, help="HTTP: seconds before an idle session ends"
-    )
+    gateway.add_argument("--idle-timeout", default="600", help="HTTP: seconds before an idle session ends")
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
@@ -178,7 +168,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
         "(--upstream URL | -- COMMAND ...)",
     )
     doctor.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
-    doctor.add_argument("--timeout", type=_seconds, default=10.0, help="seconds each request waits at most (10)")
+    doctor.add_argument("--timeout", default="10", help="seconds each request waits at most (10)")
     doctor.add_argument("--format", choices=["text", "json"], default="text", help="the verdict's form (text)")
     doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
     doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
@@ -195,7 +185,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     lock.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
     lock.add_argument("--output", type=Path, default=Path("mcp.lock.json"), help="the lockfile (mcp.lock.json)")
     lock.add_argument("--server", metavar="NAME", help="its entry's key (default: the server's serverInfo.name)")
-    lock.add_argument("--timeout", type=_seconds, default=10.0, help="seconds each request waits at most (10)")
+    lock.add_argument("--timeout", default="10", help="seconds each request waits at most (10)")
 
 
 def _setup_logging(environ: Mapping[str, str]) -> None:
@@ -347,7 +337,8 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             return startup.run_stdio(gateway)
         if listen.front == "http":
             listener, url = _listen_tcp(listen.host, listen.port, listen.path)
-            limits = {"max_sessions": args.max_sessions, "idle_seconds": args.idle_timeout}
+            idle = seconds(args.idle_timeout, name="--idle-timeout")  # nan turned reaping off
+            limits = {"max_sessions": args.max_sessions, "idle_seconds": idle}
             return startup.run_http(gateway, listener, listen, on_ready(url, url), **limits)
         from .transport.unix_socket import bind_unix_socket
 
@@ -385,7 +376,8 @@ def _lock(args: argparse.Namespace, command: list[str], environ: Mapping[str, st
 
     settings = Settings.from_env(environ)
     gateway = startup.prepare(settings, environ, None, upstream_url=args.upstream, command=command, mode="observe")
-    return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=args.timeout)
+    timeout = seconds(args.timeout, name="--timeout")
+    return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=timeout)
 
 
 def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
@@ -402,7 +394,8 @@ def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, 
         mode="observe",  # everything passes, so that everything is seen and counted
         policy_path=args.policy,
     )
-    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=args.timeout, format=args.format)
+    timeout = seconds(args.timeout, name="--timeout")
+    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=timeout, format=args.format)
 
 
 def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
