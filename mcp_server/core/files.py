@@ -71,9 +71,10 @@ _READY = re.compile(rb"(\d{1,10}) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ( \S+)?\n")
 class ReadyFile:
     """``MCP_READY_FILE``: claimed at start-up, written once the server listens, removed at the end
     only while it still holds what this process wrote. A file there already is taken over only when
-    it is a ready file of this user's whose process is gone; anything else (another's file, a link, a
-    live process's ready file, a path that cannot be written) is a ``SetupError`` before anything
-    starts."""
+    it is a ready file this user's server wrote (servers sharing the default path, as a client
+    starting several wrapped gateways does, take it over in turn); anything else (another's file, a
+    link, a file of other content, a path that cannot be written) is a ``SetupError`` before
+    anything starts."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -87,12 +88,8 @@ class ReadyFile:
             found = None
         except OSError as exc:
             raise SetupError(f"{where}: {exc.strerror}") from None
-        if found is not None:
-            owner = self._owner(found)
-            if owner is None:
-                raise SetupError(f"{where} exists and is not a ready file of this user's: it is not overwritten")
-            if owner != os.getpid() and _alive(owner):
-                raise SetupError(f"{where} is the ready file of the running process {owner}")
+        if found is not None and not self._ours(found):
+            raise SetupError(f"{where} exists and is not a ready file of this user's: it is not overwritten")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -100,15 +97,14 @@ class ReadyFile:
         if not os.access(self.path.parent, os.W_OK | os.X_OK):
             raise SetupError(f"{where}: its folder cannot be written")
 
-    def _owner(self, found: os.stat_result) -> int | None:
-        """The process a ready file there names, when it is one this user wrote (a regular file)."""
+    def _ours(self, found: os.stat_result) -> bool:
+        """Whether the file there is a ready file this user's server wrote (a regular file of its form)."""
         if not stat.S_ISREG(found.st_mode) or found.st_uid != os.getuid() or found.st_size > 512:
-            return None
+            return False
         try:
-            matched = _READY.fullmatch(self.path.read_bytes())
+            return _READY.fullmatch(self.path.read_bytes()) is not None
         except OSError:
-            return None
-        return None if matched is None else int(matched.group(1))
+            return False
 
     def write(self, address: str | None = None) -> None:
         """``<pid> <ISO-8601 UTC>`` (and the address, for a server that picked its own port)."""
@@ -128,15 +124,3 @@ class ReadyFile:
             if self.path.read_bytes() == self.written:
                 self.path.unlink()
         self.written = None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's
-    except OverflowError:
-        return False
-    return True
