@@ -13,13 +13,12 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .core.files import write_atomic
-from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port
+from .core.files import ReadyFile
+from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port, seconds
 from .execution.redaction import Redactor
 from .registry.schemas import SchemaError
 
@@ -159,7 +158,7 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument(
         "--max-sessions", type=int, help="HTTP: open client sessions at most (default: sized to the memory, up to 100)"
     )
-    gateway.add_argument("--idle-timeout", type=float, default=600.0, help="HTTP: seconds before an idle session ends")
+    gateway.add_argument("--idle-timeout", default="600", help="HTTP: seconds before an idle session ends")
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
@@ -239,7 +238,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
         "(--upstream URL | [--] COMMAND ...)",
     )
     doctor.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
-    doctor.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    doctor.add_argument("--timeout", default="10", help="seconds each request waits at most (10)")
     doctor.add_argument("--format", choices=["text", "json"], default="text", help="the verdict's form (text)")
     doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
     doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
@@ -258,7 +257,7 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     lock.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
     lock.add_argument("--output", type=Path, default=Path("mcp.lock.json"), help="the lockfile (mcp.lock.json)")
     lock.add_argument("--server", metavar="NAME", help="its entry's key (default: the server's serverInfo.name)")
-    lock.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    lock.add_argument("--timeout", default="10", help="seconds each request waits at most (10)")
     lock.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
     _upstream_command(lock)
     login = commands.add_parser(
@@ -286,17 +285,12 @@ def _redact_logs(redactor: Redactor) -> None:
     def redact(record: logging.LogRecord) -> bool:
         record.msg, _ = redactor.redact_text(record.getMessage())
         record.args = ()
+        if record.exc_info and not record.exc_text:  # a traceback quotes values too: formatted here, redacted
+            record.exc_text = redactor.redact_text(logging.Formatter().formatException(record.exc_info))[0]
         return True
 
     for handler in logging.getLogger("mcp_server").handlers:
         handler.addFilter(redact)
-
-
-def _write_ready(path: Path, address: str | None = None) -> None:
-    """``<pid> <ISO-8601 UTC>`` (and the address, for a server that picked its own port)."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, (f"{os.getpid()} {stamp}" + (f" {address}" if address else "") + "\n").encode())
 
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -346,6 +340,8 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         settings = replace(settings, endpoint="http", http_host=host, http_port=port)
     http = settings.endpoint == "http"
     auth, resource = _front_auth(args, environ, settings.http_host if http else None, "--http")
+    ready_file = ReadyFile(settings.ready_file)
+    ready_file.claim()  # never another's file: refused before anything starts
     events = _event_log(settings, args, "serve")
     server = startup.prepare(
         settings,
@@ -363,12 +359,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     detail = {"mode": "serve", "versions": registry.versions, "schemas": registry.provenance}
     events.emit("start", status="started", transport=mode, detail=detail)
     dirs = f"schemas_dir={server.corpus.schemas_dir} examples_dir={server.corpus.examples_dir}"
-    cleanup: list[Path] = []  # what this process created, removed on the way out
 
     def ready(line: str, address: str | None = None) -> Callable[[], None]:
         def on_ready() -> None:
-            _write_ready(settings.ready_file, address)
-            cleanup.append(settings.ready_file)
+            ready_file.write(address)
             _say(f"mcp:ready mode={mode} {line}{dirs}")
 
         return on_ready
@@ -382,9 +376,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             listener, url = _listen_tcp(settings.http_host, settings.http_port, "/mcp")
             startup.run_http(server, listener, ready(f"url={url} ", url), resource=resource or url)
     finally:
-        for path in cleanup:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        ready_file.remove()
         events.emit("stop", status="stopped", transport=mode, detail={"mode": "serve"})
         events.close()
         _say(f"mcp:shutdown mode={mode}")
@@ -397,6 +389,8 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
     auth, resource = _front_auth(args, environ, listen.host if listen.front == "http" else None, "--listen")
     settings = Settings.from_env(environ)
+    ready_file = ReadyFile(settings.ready_file)
+    ready_file.claim()  # never another's file: refused before anything starts
     events = _event_log(settings, args, "gateway")
     options = _gateway_options(args, command, settings, environ)
     gateway = startup.prepare(settings, environ, events, **options, auth=auth, interactive=True)
@@ -408,7 +402,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:
-            _write_ready(settings.ready_file, address)
+            ready_file.write(address)
             _say(f"mcp:ready mode=gateway listen={where} {ready}")
 
         return said
@@ -419,7 +413,8 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             return startup.run_stdio(gateway)
         if listen.front == "http":
             listener, url = _listen_tcp(listen.host, listen.port, listen.path)
-            limits = {"max_sessions": args.max_sessions, "idle_seconds": args.idle_timeout}
+            idle = seconds(args.idle_timeout, name="--idle-timeout")  # nan turned reaping off
+            limits = {"max_sessions": args.max_sessions, "idle_seconds": idle}
             return startup.run_http(gateway, listener, listen, on_ready(url, url), resource=resource or url, **limits)
         from .transport.unix_socket import bind_unix_socket
 
@@ -431,8 +426,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            settings.ready_file.unlink()
+        ready_file.remove()  # only the one this process wrote: a gateway that never bound removes none
         gateway.checks.tracer.close()
         events.emit("stop", status="stopped", transport=listen.front, detail={"mode": "gateway"})
         events.close()
@@ -480,7 +474,8 @@ def _lock(args: argparse.Namespace, command: list[str], environ: Mapping[str, st
     gateway = startup.prepare(
         settings, environ, None, upstream_url=args.upstream, command=command, mode="observe", headers=args.header
     )
-    return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=args.timeout)
+    timeout = seconds(args.timeout, name="--timeout")
+    return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=timeout)
 
 
 def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
@@ -498,7 +493,8 @@ def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, 
         policy_path=args.policy,
         headers=args.header,
     )
-    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=args.timeout, format=args.format)
+    timeout = seconds(args.timeout, name="--timeout")
+    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=timeout, format=args.format)
 
 
 def _login(args: argparse.Namespace, environ: Mapping[str, str]) -> int:

@@ -13,11 +13,13 @@ __all__ = [
     "ENDPOINTS",
     "LOG_FORMATS",
     "LOG_LEVELS",
+    "MAX_FRAME_BYTES_LIMIT",
     "Settings",
     "SetupError",
     "log_level",
     "parse_host_port",
     "positive_int",
+    "seconds",
 ]
 
 DEFAULT_MAX_FRAME_BYTES = 1_048_576
@@ -36,8 +38,13 @@ class SetupError(Exception):
     """A configuration that cannot work; the CLI prints ``mcp:error reason=setup_failed`` and exits 2."""
 
 
-def positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
-    """The positive integer ``environ[name]`` (``default`` when unset or empty), or ``SetupError``."""
+MAX_FRAME_BYTES_LIMIT = 1 << 30
+"""The largest frame limit that can be set: a frame is held whole in memory (a frame of more is absurd)."""
+
+
+def positive_int(environ: Mapping[str, str], name: str, default: int, most: int = 1 << 31) -> int:
+    """The positive integer ``environ[name]`` (``default`` when unset or empty) no larger than ``most``
+    (a larger one is absurd, and a typo more often), or ``SetupError``."""
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
@@ -45,22 +52,26 @@ def positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw, 10)
     except ValueError:
         raise SetupError(f"{name} must be a positive integer, got {raw!r}") from None
-    if value <= 0:
-        raise SetupError(f"{name} must be a positive integer, got {raw!r}")
+    if not 0 < value <= most:
+        raise SetupError(f"{name} must be a positive integer no larger than {most}, got {raw!r}")
+    return value
+
+
+def seconds(text: str, *, name: str, most: float = 86400.0) -> float:
+    """A number of seconds: finite, above 0 and at most ``most`` (a day by default); ``nan`` and ``inf``
+    would turn off what they bound. ``SetupError`` naming ``name`` otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise SetupError(f"{name} must be a number of seconds, got {text!r}") from None
+    if not 0 < value <= most:  # false for nan as for inf
+        raise SetupError(f"{name} must be a number of seconds above 0 and at most {most:g}, got {text!r}")
     return value
 
 
 def _positive_seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     raw = (environ.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 86_400:  # (NaN and infinity fail too)
-        raise SetupError(f"{name} must be a number of seconds above 0 and below a day, got {raw!r}")
-    return value
+    return seconds(raw, name=name) if raw else default
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
@@ -140,8 +151,12 @@ class Settings:
         port_text = (environ.get("MCP_HTTP_PORT") or "8000").strip()
         _, port = parse_host_port(f"{host}:{port_text}", name="MCP_HTTP_HOST:MCP_HTTP_PORT")
         return cls(
-            max_frame_bytes=positive_int(environ, "MCP_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME_BYTES),
-            max_server_frame_bytes=positive_int(environ, "MCP_MAX_SERVER_FRAME_BYTES", DEFAULT_MAX_SERVER_FRAME_BYTES),
+            max_frame_bytes=positive_int(
+                environ, "MCP_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES_LIMIT
+            ),
+            max_server_frame_bytes=positive_int(
+                environ, "MCP_MAX_SERVER_FRAME_BYTES", DEFAULT_MAX_SERVER_FRAME_BYTES, MAX_FRAME_BYTES_LIMIT
+            ),
             ready_file=Path(ready),
             max_batch=positive_int(environ, "MCP_MAX_BATCH", 100),
             endpoint=endpoint,
@@ -154,7 +169,7 @@ class Settings:
             http_read_seconds=_positive_seconds(environ, "MCP_HTTP_READ_TIMEOUT", 30.0),
             runs_dir=Path(environ.get("MCP_RUNS_DIR") or "runs"),
             runs_keep=positive_int(environ, "MCP_RUNS_KEEP", 20),
-            log_max_bytes=positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20),
+            log_max_bytes=positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20, 1 << 40),
             log_keep_files=positive_int(environ, "MCP_LOG_KEEP_FILES", 10),
             deterministic=_flag(environ, "MCP_DETERMINISTIC"),
             seed=environ.get("MCP_SEED") or "mcp-server",

@@ -68,6 +68,7 @@ def load_boundary(
             policy=policy,
             registry=registry,
             sink=sink or log_sink(policy.redactor),
+            max_body_bytes=max_frame_bytes,
         )
     token = environ.get("MCP_APPROVER_TOKEN") or None
     if token is not None and len(token) < 16:

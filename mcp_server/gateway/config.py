@@ -13,12 +13,28 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_SERVER_FRAME_BYTES, SetupError, positive_int
+from ..core.errors import CanonicalError
+from ..core.settings import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_SERVER_FRAME_BYTES,
+    MAX_FRAME_BYTES_LIMIT,
+    SetupError,
+    positive_int,
+)
 from ..core.types import CLIENT_TO_SERVER, Direction
 from ..registry.config import read_config
+from ..registry.lockfile import LOCK_RULES
 from ..registry.schemas import SchemaRegistry
 
-__all__ = ["ENVIRONMENT", "RELAY_CEILING_BYTES", "GatewayConfig", "Mode"]
+__all__ = [
+    "ENVIRONMENT",
+    "INVALID_TOOL_SCHEMA",
+    "RELAY_CEILING_BYTES",
+    "RULES",
+    "TOOL_DEFINITION_CHANGED",
+    "GatewayConfig",
+    "Mode",
+]
 
 RELAY_CEILING_BYTES = 256 * 1_048_576
 """Observe mode relays a frame over its limit unchecked, held whole up to this size; a larger one is
@@ -26,6 +42,13 @@ drained and answered as in enforce mode (memory stays bounded)."""
 
 ENVIRONMENT = {"max_frame_bytes": "MCP_MAX_FRAME_BYTES", "max_server_frame_bytes": "MCP_MAX_SERVER_FRAME_BYTES"}
 """The settings of the file that an environment variable gives too (a flag beats it, it beats the file)."""
+
+TOOL_DEFINITION_CHANGED = "tool_definition_changed"  # a tool listed again otherwise than first seen
+INVALID_TOOL_SCHEMA = "invalid_tool_schema"  # a tool whose schemas do not compile
+RULES = frozenset(
+    {member.slug for member in CanonicalError} | {*LOCK_RULES, TOOL_DEFINITION_CHANGED, INVALID_TOOL_SCHEMA}
+)
+"""Every rule `[rules]` may turn off: the catalogue's slugs, the tool listing's and the lockfile's rules."""
 
 
 class Mode(StrEnum):
@@ -103,6 +126,9 @@ class GatewayConfig:
         layered = _Layers(flags, environ or {}, document)
         directions = document.get("directions", {})
         tools = document.get("tools", {})
+        unknown = sorted(set(document.get("rules", {})) - RULES)
+        if unknown:  # a misspelt rule would stay on, silently
+            raise SetupError(f"gateway config {path}: at /rules/{unknown[0]}: no such rule")
         return cls(
             mode=Mode(layered("mode", Mode.ENFORCE)),
             directions={Direction(k): Mode(v) for k, v in directions.items()},
@@ -133,5 +159,5 @@ class _Layers:
             return self.flags[key]
         variable = ENVIRONMENT.get(key)
         if variable is not None and self.environ.get(variable):
-            return positive_int(self.environ, variable, default)
+            return positive_int(self.environ, variable, default, MAX_FRAME_BYTES_LIMIT)
         return self.document.get(key, default)

@@ -258,6 +258,8 @@ class GatewaySession:
             if mixed is None:
                 return await self._client_frame(frame, verdict, began)
             verdict = mixed
+        elif self.lock is not None and verdict.error is CanonicalError.TOOL_NOT_FOUND and verdict.message is not None:
+            verdict = self.verdicts.locked_out(verdict.message) or verdict  # the lock's refusal says more
         return await self._client_refused(frame, verdict, began)
 
     async def _client_frame(self, frame: Frame, message: Message, began: float) -> Handled:
@@ -369,9 +371,6 @@ class GatewaySession:
         session.follow(CLIENT_TO_SERVER, message)
         if message.method == "initialize":
             self.readiness.initialize = message.id  # what the client sends next waits for its reply
-        elif message.tool is not None and message.method == "tools/call" and self.tools.io(message.tool) is None:
-            # Not in the upstream's whole list: the upstream is the authority on its tools and answers it.
-            self.verdicts.violation("tool_not_listed", frame, message, action="forwarded")
         self.client.relaying(frame, message)
         if held:
             if not self.client.ordered:  # over HTTP the POST's stream carries the question

@@ -6,9 +6,7 @@ the settings and the event log; nothing here parses it.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-import re
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,11 +20,11 @@ from ..execution.access import AccessCheck, load_access
 from ..execution.boundary import Boundary, load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
-from ..execution.redaction import MASK, Redactor
+from ..execution.redaction import Redactor
 from ..execution.single_use import REDIS_URL_VARIABLE, single_use_from
 from ..observe.events import EventLog
 from ..observe.tracing import Tracer
-from ..registry.credentials import UpstreamHeaders, expand, scrub, upstream_headers
+from ..registry.credentials import UpstreamHeaders, expand, upstream_headers
 from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
@@ -122,14 +120,17 @@ def prepare(
     front_check, passthrough = _front(auth, upstream_url)
     credentials = _credentials(upstream_url, headers, config, environ)
     login = _login(upstream_url, config, credentials, environ, registry, interactive=interactive, off=passthrough)
-    secrets = _secrets(credentials, login)
-    redactor = _hiding(boundary.policy.redactor, secrets)
+    # The upstream as it may be shown (ready line, report, page): the secrets its command line gives
+    # (`--token X`) and the configured credentials are hidden there, and wherever else they appear.
+    name, hidden = boundary.policy.redactor.redact_command(command or [upstream_url or ""])
+    redactor = boundary.policy.redactor.with_literals((*hidden, *_secrets(credentials, login)))
     held = config.held_bytes(SERVER_TO_CLIENT)
     new_upstream = _upstreams(
         upstream_url, command, held, config.grace_seconds, redactor, credentials, login, forward=passthrough
     )
-    name = scrub(new_upstream().name, secrets)  # a bad URL or a missing command is refused here, first
-    checks = _checks(registry, config, name, boundary.stage_policy, events, environ, tracer)
+    new_upstream()  # a bad URL or a missing command is refused here, before any front starts
+    name = redactor.redact_text(name)[0]
+    checks = _checks(registry, config, name, boundary.stage_policy, redactor, events, environ, tracer)
     if bridge is not None:
         from .bridge import bridged
 
@@ -138,7 +139,7 @@ def prepare(
         settings=settings,
         checks=checks,
         new_upstream=new_upstream,
-        upstream_name=redactor.redact_text(name)[0],
+        upstream_name=name,
         redactor=redactor,
         processes=not upstream_url,
         login=login,
@@ -153,12 +154,13 @@ def _checks(
     config: GatewayConfig,
     name: str,
     policy: Policy | None,
+    redactor: Redactor,
     events: EventLog | None,
     environ: Mapping[str, str],
     tracer: Tracer | None,
 ) -> Checks:
     """What every session of the run shares: the report, the lockfile, the approvals' signer and store."""
-    report = new_report(name, config, policy, events)
+    report = new_report(name, config, redactor, events)
     lock = _lockfile(config, registry)
     grants = _grants(policy, environ)
     single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
@@ -240,12 +242,6 @@ def _credentials(
             raise SetupError("--header and the configuration's headers are for an HTTP upstream (--upstream URL)")
         return UpstreamHeaders({})
     return upstream_headers(given, config.headers, environ, base=config.folder)
-
-
-def _hiding(redactor: Redactor, secrets: Sequence[str]) -> Redactor:
-    """The policy's redactor that also hides the configured credentials, wherever a line shows them."""
-    literal = tuple((re.compile(re.escape(secret)), MASK) for secret in secrets)
-    return dataclasses.replace(redactor, patterns=literal + redactor.patterns) if literal else redactor
 
 
 def _login(

@@ -34,7 +34,7 @@ from ..registry.lockfile import REMOVED, RENAMED, LockCheck
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
 from ..registry.versions import stated_version
-from .config import GatewayConfig, Mode
+from .config import INVALID_TOOL_SCHEMA, TOOL_DEFINITION_CHANGED, GatewayConfig, Mode
 
 __all__ = ["POLLUTION", "Action", "Verdicts", "emit", "stand_in_answer", "standing_in"]
 
@@ -245,15 +245,15 @@ class Verdicts:
     def _learn_tools(self, frame: Frame, message: Message, result: Mapping[str, Any], tools: UpstreamTools) -> Frame:
         listed = list(result.get("tools", []))
         outcome = tools.learn(listed)
-        if self.config.rule_on("tool_definition_changed"):
+        if self.config.rule_on(TOOL_DEFINITION_CHANGED):
             for name, patch in outcome.changed:
-                self._tool_event("tool_definition_changed", frame, message, name, action="reported", patch=patch)
+                self._tool_event(TOOL_DEFINITION_CHANGED, frame, message, name, action="reported", patch=patch)
         hidden = set() if self.lock is None else self._locked(frame, message, result, listed, outcome.fingerprints)
-        if outcome.invalid and self.config.rule_on("invalid_tool_schema"):
+        if outcome.invalid and self.config.rule_on(INVALID_TOOL_SCHEMA):
             for name, why in outcome.invalid:
                 enforce = self.config.mode_for(frame.direction, name) is Mode.ENFORCE
                 action = "dropped" if enforce else "observed"
-                self._tool_event("invalid_tool_schema", frame, message, name, [{"path": "", "msg": why}], action)
+                self._tool_event(INVALID_TOOL_SCHEMA, frame, message, name, [{"path": "", "msg": why}], action)
                 if enforce:
                     hidden.add(name)
         if not hidden:

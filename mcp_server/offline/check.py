@@ -689,7 +689,8 @@ def run_check(args: argparse.Namespace) -> int:
         detail = " ".join(exc.detail.split())
         sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")
         return 2
-    document = report.to_document()
+    # Examples quote what the capture holds: every format shows them as the gateway's report would, redacted.
+    document = Redactor.build().redact_record(report.to_document())[0]
     render = _RENDERERS.get(args.format)
     sys.stdout.write(render_page(document, Path(args.capture)) if render is None else render(document))
     sys.stdout.flush()

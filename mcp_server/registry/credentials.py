@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.settings import SetupError
 
-__all__ = ["UpstreamHeaders", "expand", "parse_header", "scrub", "upstream_headers"]
+__all__ = ["UpstreamHeaders", "expand", "parse_header", "upstream_headers"]
 
 _REFERENCE = re.compile(r"\$\{(file:)?([^}]*)\}")
 _NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
@@ -92,13 +92,6 @@ def expand(name: str, value: str, environ: Mapping[str, str], base: Path | None)
     if "\r" in expanded or "\n" in expanded or "\0" in expanded:
         raise SetupError(f"header {name}: its value holds a line break (a file of one line is expected)")
     return expanded
-
-
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every one of ``secrets`` replaced by ``[REDACTED]`` (longest first)."""
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "[REDACTED]")
-    return text
 
 
 def _claim(name: str, taken: set[str]) -> None:

@@ -62,6 +62,7 @@ def prepare(
         tools_path=tools_path,
         sink=event_sink(events.emit),
     )
+    _check_approver(boundary, settings.endpoint)
     own = builtin_tools(environ, registry, corpus, boundary.policy)
     extra = []
     if boundary.executor is not None:  # an HTTP-backed catalogue: the HTTP client stack comes with it
@@ -84,6 +85,28 @@ def prepare(
         events=events,
         front_check=front_check,
     )
+
+
+def _check_approver(boundary: Boundary, endpoint: str) -> None:
+    """Calls held for approval need an approver the caller cannot be. Over HTTP the REST approver
+    (``/approvals``) is open to any client of ``/mcp`` unless ``MCP_APPROVER_TOKEN`` guards it: a client
+    could read its own held call and approve it; without HTTP there is no approver but the client
+    itself (elicitation), so turning elicitation off leaves none. Either is a ``SetupError``."""
+    policy, executor = boundary.policy, boundary.executor
+    holds = policy.default_rule.approval or any(rule.approval for _, rule in policy.tool_rules)
+    holds = holds or (executor is not None and any(tool.approval for tool in executor.by_id.values()))
+    if not holds:
+        return
+    if endpoint == "http" and boundary.approver_token is None:
+        raise SetupError(
+            "calls are held for approval: set MCP_APPROVER_TOKEN (16+ characters), which /approvals then"
+            " requires, or any client of /mcp could approve its own call"
+        )
+    if endpoint != "http" and not policy.approval_by_elicitation:
+        raise SetupError(
+            "calls are held for approval with [approval] elicitation = false, but only `serve --http` has an"
+            " approver out of band (/approvals): no held call could ever be approved"
+        )
 
 
 def run_stdio(server: Server, on_ready: Callable[[], None]) -> None:

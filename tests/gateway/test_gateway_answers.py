@@ -114,8 +114,8 @@ def test_a_whole_session_sent_in_one_write_is_checked_in_order_and_each_answered
 
 def test_a_call_before_any_tools_list_is_checked_against_the_list_the_gateway_fetched_itself(tmp_path: Path) -> None:
     """Issue 18: with no tools/list pending, the gateway asks the upstream itself (every page, under
-    an id of its own, never shown to the client); a tool the whole list does not name goes on for
-    the upstream to answer (it is the authority on its tools), and is reported as the client's."""
+    an id of its own, never shown to the client); issue 30 row 9: a tool the whole list does not name
+    is refused (`tool_not_found`, enforce mode) and never forwarded, reported as the client's."""
     peer = Peer(tmp_path, upstream=PAGED_UPSTREAM)
     handshake(peer, "2025-11-25")
     bad = peer.call(call(2, "strict", n="seven"))  # `strict` is on the third page
@@ -123,16 +123,14 @@ def test_a_call_before_any_tools_list_is_checked_against_the_list_the_gateway_fe
     fine = peer.call(call(3, "strict", n=7))
     assert fine == {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "ok"}]}}
     unknown = peer.call(call(4, "nope"))
-    assert (unknown["id"] == 4 and "error" not in unknown) or unknown["error"][
-        "code"
-    ] != CanonicalError.TOOL_NOT_FOUND.mcp_code
+    assert unknown["id"] == 4 and unknown["error"]["code"] == CanonicalError.TOOL_NOT_FOUND.mcp_code
     assert peer.finish()[0] == 0
     report = report_of(tmp_path)
     assert report["frames"]["server_to_client"]["tools/list"] == 4  # one fetch, four pages; then the list is whole
     assert "tools/list" not in report["frames"]["client_to_server"]
-    assert report["frames"]["server_to_client"]["tools/call"] == 2  # the valid call and the unlisted one went on
-    assert report["violations"]["invalid_tool_input"] == 1 and report["violations"]["tool_not_listed"] == 1
-    assert report["violations_by_party"]["tool_not_listed"] == {"client": 1}
+    assert report["frames"]["server_to_client"]["tools/call"] == 1  # the valid call only went on
+    assert report["violations"]["invalid_tool_input"] == 1 and report["violations"]["tool_not_found"] == 1
+    assert report["violations_by_party"]["tool_not_found"] == {"client": 1}
 
 
 def test_observe_mode_forwards_a_call_of_a_tool_it_could_not_learn_and_reports_it(tmp_path: Path) -> None:
