@@ -63,7 +63,7 @@ def test_every_key_of_the_configuration_file_is_read(tmp_path: Path, registry: S
         "mode": "observe",
         "directions": {"server_to_client": "observe"},
         "tools": {"echo": {"mode": "observe"}},
-        "rules": {"tool_not_listed": False},
+        "rules": {"tool_definition_changed": False},
         "lock": "x.lock.json",
         "lock_server": "x",
         "max_frame_bytes": 1234,
