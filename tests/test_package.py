@@ -42,6 +42,21 @@ def test_the_import_layers_hold() -> None:
     assert "0 broken" in result.stdout
 
 
+def test_no_module_imports_itself_back() -> None:
+    """Issue 32: no import circle anywhere in the package, annotations included (the core's kinds
+    are a leaf module that imports nothing, as Starlette's types.py)."""
+    import grimp
+
+    graph = grimp.build_graph("mcp_server")  # imports under TYPE_CHECKING count: a circle of annotations is one
+    circles = sorted(
+        f"{importer} -> {imported}"
+        for importer in graph.modules
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if imported.startswith("mcp_server") and graph.find_shortest_chain(importer=imported, imported=importer)
+    )
+    assert circles == []
+
+
 def test_no_function_is_longer_than_60_lines() -> None:
     """Issue 20: a house others can live in (a function reads on one screen)."""
     long = []
