@@ -7,6 +7,7 @@ import importlib
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,18 @@ def test_the_image_runs_as_a_non_root_user_with_no_secrets() -> None:
     assert re.search(r"^EXPOSE \d+", text, re.M)
     assert text.count("FROM ") >= 2
     assert not re.search(r"(?i)(password|secret|token|api[_-]?key)\s*=", text)
+
+
+def test_the_image_builds_from_every_folder_the_package_is_built_from() -> None:
+    """Issue 32: the image ships the schemas as the wheel does: its build stage copies the package,
+    the top-level `schemas/` the build maps inside it, and the files pip needs; checked statically."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    setuptools = project["tool"]["setuptools"]
+    needed = {"pyproject.toml", project["project"]["readme"]}
+    needed |= {package.split(".")[0] for package in setuptools["packages"]} | set(setuptools["package-dir"].values())
+    copied = {
+        source.rstrip("/")
+        for line in re.findall(r"^COPY (?!--from)(.+)$", (ROOT / "Dockerfile").read_text(), re.M)
+        for source in line.split()[:-1]
+    }
+    assert needed == {"pyproject.toml", "README.md", "mcp_server", "schemas"} and needed <= copied
