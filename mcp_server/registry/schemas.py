@@ -52,8 +52,6 @@ def files_within(root: Path, *, quiet: bool = False) -> Iterator[Path]:
         yield path
 
 
-
-
 def _bundled_schemas(package: Path) -> Path:
     """The wheel's copy inside the package (``mcp_server/schemas``), else the repository's top-level
     ``schemas/`` beside the package (a checkout, an editable install): the source of truth, which the
