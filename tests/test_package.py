@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def documented_surface() -> dict[str, list[str]]:
-    """The README's "public surface" block: module → the names it offers."""
-    text = (ROOT / "README.md").read_text()
-    block = text.split("### The public surface", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    """The library guide's "public surface" block: module → the names it offers."""
+    text = (ROOT / "docs" / "library.md").read_text()
+    block = text.split("## The public surface", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     return {module: names.split() for module, names in (line.split(":", 1) for line in block.splitlines())}
 
 
