@@ -537,7 +537,8 @@ SETTINGS: tuple[Setting, ...] = (
         part=_EXECUTION,
         variable="MCP_APPROVAL_KEY",
         shown="a random key per process",
-        what="the key (32+ bytes) signing approval grants, the same on every replica",
+        what="the key (32+ bytes) signing approval grants, the same on every replica; a shorter or unreadable "
+        "key, or both variables given, stops the gateway",
     ),
     Setting(
         name="approval_key_file",
