@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytest_plugins = ["mcp_server.testing"]
 
-LOG_SCHEMA = ROOT / "mcp_server" / "schemas" / "log-event.schema.json"
+LOG_SCHEMA = ROOT / "schemas" / "log-event.schema.json"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from .types import REQUEST, RESPONSE, Direction, Message, RequestId
+from .kinds import REQUEST, RESPONSE, Direction, Message, RequestId
 
 __all__ = ["Peer", "Pending", "Session"]
 

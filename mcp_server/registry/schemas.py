@@ -52,9 +52,17 @@ def files_within(root: Path, *, quiet: bool = False) -> Iterator[Path]:
         yield path
 
 
-BUNDLED_SCHEMAS = Path(__file__).parent.parent / "schemas"
-"""The schemas shipped inside the package: ``mcp/<version>/schema.json`` (the official ones, with their
-source and licence) and the project's own."""
+def _bundled_schemas(package: Path) -> Path:
+    """The wheel's copy inside the package (``mcp_server/schemas``), else the repository's top-level
+    ``schemas/`` beside the package (a checkout, an editable install): the source of truth, which the
+    build maps into the package (ADR 31)."""
+    inside = package / "schemas"
+    return inside if inside.is_dir() else package.parent / "schemas"
+
+
+BUNDLED_SCHEMAS = _bundled_schemas(Path(__file__).parent.parent)
+"""The bundled schemas: ``mcp/<version>/schema.json`` (the official ones, with their source and
+licence) and the project's own."""
 
 MAX_VIOLATIONS = 100
 """Cap on the violations listed for one instance; a hostile frame cannot make the reply huge."""
