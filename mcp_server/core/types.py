@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 from . import jsonio
 
@@ -33,9 +33,18 @@ __all__ = [
     "MessageKind",
     "Reply",
     "RequestId",
+    "is_request_id",
 ]
 
 RequestId = str | int
+
+
+def is_request_id(value: Any) -> TypeGuard[RequestId]:
+    """A JSON-RPC id as MCP allows it: a string or an integer, never null, a float or a bool."""
+    kind = type(value)  # a parsed document's own types first: the per-frame case, and no bool
+    if kind is str or kind is int:
+        return True
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 class MessageKind(StrEnum):
