@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 __all__ = [
     "CLIENT_TO_SERVER",
@@ -22,9 +22,18 @@ __all__ = [
     "Message",
     "MessageKind",
     "RequestId",
+    "is_request_id",
 ]
 
 RequestId = str | int
+
+
+def is_request_id(value: Any) -> TypeGuard[RequestId]:
+    """A JSON-RPC id as MCP allows it: a string or an integer, never null, a float or a bool."""
+    kind = type(value)  # a parsed document's own types first: the per-frame case, and no bool
+    if kind is str or kind is int:
+        return True
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 class MessageKind(StrEnum):

@@ -26,6 +26,7 @@ from .kinds import (
     Message,
     MessageKind,
     RequestId,
+    is_request_id,
 )
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ __all__ = [
     "MessageKind",
     "Reply",
     "RequestId",
+    "is_request_id",
 ]
 
 

@@ -404,6 +404,8 @@ class SchemaRegistry:
         self.stateless_versions = tuple(v for v, p in protocols.items() if p.stateless)
         self.latest: str = self.versions[-1]
         self.latest_handshake: str = self.handshake_versions[-1]
+        # Every request method some version defines: a name none defines can be a server's own tool.
+        self.request_methods: frozenset[str] = frozenset().union(*(p.request_methods for p in protocols.values()))
         self._compiled: dict[str, Validator] = {}
         self._tool_io: dict[str, ToolIO] = {}
         # Configured roots: every $id is indexed and every schema compiled now, so a ref that
