@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.settings import SetupError
 from ..core.types import Message
+from .coalescing import CoalescingTransport
 from .ndjson import LineSplitter, read_lines
 from .stdio import ChunkReader
 
@@ -78,6 +79,7 @@ class ChildProcess:
         self._stdout = ChunkReader()
         self._stderr_task: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[Any] | None = None  # the task that iterates ``frames``
+        self._stdin: CoalescingTransport | None = None  # the child's stdin: one write per loop turn
 
     async def open(self) -> None:
         # The child's stdout is a pipe of our own, read straight into a ``ChunkReader``: a hop fewer
@@ -99,6 +101,8 @@ class ChildProcess:
             os.close(write_end)
         pipe = os.fdopen(read_end, "rb", buffering=0)
         await asyncio.get_running_loop().connect_read_pipe(lambda: self._stdout, pipe)
+        assert self.process.stdin is not None
+        self._stdin = CoalescingTransport(self.process.stdin.transport)
         self._stderr_task = asyncio.ensure_future(self._copy_stderr())
 
     async def _copy_stderr(self) -> None:
@@ -116,8 +120,10 @@ class ChildProcess:
             sys.stderr.flush()
 
     async def send(self, raw: bytes, about: Message | None = None) -> None:
-        assert self.process is not None and self.process.stdin is not None
-        self.process.stdin.write(raw + b"\n")
+        """``raw`` on its way: the frames sent in one turn of the loop leave in one write (the child
+        wakes once per burst, as a relay's would), then a wait while the child is far behind."""
+        assert self.process is not None and self.process.stdin is not None and self._stdin is not None
+        self._stdin.write(raw + b"\n")
         await self.process.stdin.drain()  # a slow upstream slows the client down: bounded buffers
 
     def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
@@ -132,6 +138,8 @@ class ChildProcess:
             return None
         if process.stdin is not None:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                if self._stdin is not None:
+                    self._stdin.close()  # what this turn still holds goes first
                 process.stdin.close()
         for stop, cap in ((None, _STOP_AFTER_EOF), (signal.SIGTERM, _STOP_AFTER_SIGTERM)):
             if stop is not None and process.returncode is None:
