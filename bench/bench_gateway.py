@@ -288,7 +288,16 @@ def main() -> None:
     n_seq, n_conc, repeats, size = (300, 1000, 3, 1000) if quick else (2000, 5000, 5, 1000)
     runs = tempfile.mkdtemp(prefix="bench-gateway-")
     if "--instant" in sys.argv:  # issue 34's rows only: the instant upstream, its floors
-        compare(f"instant upstream, tools/call with {size} B arguments", UPSTREAM, size, n_seq, n_conc, repeats, runs, floor=True)
+        compare(
+            f"instant upstream, tools/call with {size} B arguments",
+            UPSTREAM,
+            size,
+            n_seq,
+            n_conc,
+            repeats,
+            runs,
+            floor=True,
+        )
         return
     compare("conformance target (mcp SDK), tools/call test_simple_text", TARGET, None, n_seq, n_conc, repeats, runs)
     floor = compare(

@@ -385,6 +385,7 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
     from .gateway import startup
+    from .transport.event_loop import loop_name
 
     listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
     auth, resource = _front_auth(args, environ, listen.host if listen.front == "http" else None, "--listen")
@@ -399,6 +400,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     detail = {"mode": "gateway", "schemas": gateway.checks.registry.provenance}
     events.emit("start", status="started", transport=listen.front, detail=detail)
     ready = f"upstream={gateway.upstream_name} policy={gateway.checks.config.mode.value}"
+    ready += f" loop={loop_name(settings.event_loop)}"  # uvloop where installed (issue 34)
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:

@@ -5,7 +5,6 @@ the settings and the event log; nothing here parses it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +27,7 @@ from ..registry.credentials import UpstreamHeaders, expand, upstream_headers
 from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
+from ..transport.event_loop import run
 from .config import GatewayConfig
 
 if TYPE_CHECKING:
@@ -112,7 +112,9 @@ def prepare(
     ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
-    registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
+    registry = SchemaRegistry(
+        assert_formats=settings.assert_formats or assert_formats, compile_all=settings.compile_all_schemas
+    )
     flags = {"lock": lock_path, "lock_server": lock_server, "max_frame_bytes": limits[0]}
     flags["max_server_frame_bytes"] = limits[1]
     config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
@@ -326,14 +328,14 @@ def _upstreams(
 def run_stdio(gateway: Gateway) -> int:
     from .ndjson_front import run_stdio as serve
 
-    return asyncio.run(serve(gateway.new_upstream(), gateway.checks, gateway.settings.runs_dir))
+    return run(serve(gateway.new_upstream(), gateway.checks, gateway.settings.runs_dir), gateway.settings.event_loop)
 
 
 def run_socket(gateway: Gateway, listener: socket.socket, on_ready: Callable[[], None]) -> int:
     from .ndjson_front import run_socket as serve
 
     checks, runs_dir = gateway.checks, gateway.settings.runs_dir
-    return asyncio.run(serve(gateway.new_upstream, listener, checks, runs_dir, on_ready=on_ready))
+    return run(serve(gateway.new_upstream, listener, checks, runs_dir, on_ready=on_ready), gateway.settings.event_loop)
 
 
 # What one session with a process of its own costs (issue 30): a minimal Python server written with the
@@ -410,4 +412,4 @@ def run_http(
         access = FrontAccess(passthrough=UpstreamResource(gateway.upstream_url, resource))
     checks, runs_dir = gateway.checks, settings.runs_dir
     serving = run_gateway_http(gateway.new_upstream, checks, options, listener, runs_dir, on_ready, access)
-    return asyncio.run(serving)
+    return run(serving, settings.event_loop)
