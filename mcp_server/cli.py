@@ -114,7 +114,7 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
         parents=[logs],
         **_described("gateway", "a validating proxy in front of an MCP server"),
         usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
-        "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] (--upstream URL | -- COMMAND ...)",
+        "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] (--upstream URL | --servers FILE | -- COMMAND ...)",
     )
     gateway.add_argument(
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
@@ -126,6 +126,9 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
+    gateway.add_argument(
+        "--servers", type=Path, metavar="FILE", help="many upstreams: an MCP client's configuration (docs/aggregate.md)"
+    )
     gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     gateway.add_argument("--lock", type=Path, metavar="FILE", help="tool lockfile (`mcp-server lock`) to hold tools to")
     gateway.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
@@ -325,6 +328,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
         lock_server=args.lock_server,
         tracer=_tracer(args, settings, environ),
         bridge=args.bridge,
+        servers_path=args.servers,
     )
     _redact_logs(gateway.redactor)
     _open_log(events, gateway.redactor)

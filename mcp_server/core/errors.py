@@ -107,6 +107,9 @@ class CanonicalError(Enum):
     # Gateway bridging the protocol eras (issue 22): what one era has and the other cannot carry;
     # ``data.feature`` names it (a method, a field, a capability). Never dropped in silence.
     NOT_BRIDGEABLE = (-32013, 501, "Feature cannot be bridged between protocol versions", "unsupported")
+    # Gateway in front of many servers (issue 33): a resource URI none of its servers lists or matches
+    # (MCP server/resources, "Error Handling": resource not found is -32002).
+    RESOURCE_NOT_FOUND = (-32002, 404, "Resource not found", "not_found")
 
     def __init__(
         self,

@@ -42,6 +42,11 @@ class GatewayConfig:
     # The tool lockfile (a path relative to the configuration file's folder) and its server's key.
     lock: Path | None = None
     lock_server: str | None = None
+    # Many upstreams (``aggregate/``): the ``servers`` and ``aggregate`` tables as written, and the
+    # folder their relative paths start from.
+    servers: Mapping[str, Any] = field(default_factory=dict)
+    aggregate: Mapping[str, Any] = field(default_factory=dict)
+    folder: Path = Path()
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -70,4 +75,7 @@ class GatewayConfig:
             request_timeout_seconds=float(document.get("request_timeout_seconds", 120.0)),
             lock=None if path is None or "lock" not in document else path.parent / document["lock"],
             lock_server=document.get("lock_server"),
+            servers=document.get("servers", {}),
+            aggregate=document.get("aggregate", {}),
+            folder=Path() if path is None else path.parent,
         )

@@ -25,6 +25,7 @@ from ..observe.tracing import Tracer
 from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
+from .aggregate import AggregateOptions, ServerSpec, aggregate_name, aggregated, read_servers, start
 from .config import GatewayConfig
 from .reports import new_report
 from .session import Checks
@@ -90,6 +91,7 @@ def prepare(
     lock_server: str | None = None,
     tracer: Tracer | None = None,
     bridge: str | None = None,
+    servers_path: Path | None = None,
 ) -> Gateway:
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
@@ -102,23 +104,21 @@ def prepare(
         reason = boundary.policy.outbound_denial(upstream_url, "POST")
         if reason is not None:
             raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
+    fleet = _fleet(config, servers_path, bool(upstream_url or command), bridge)
     new_upstream = _upstreams(upstream_url, command, limit, config.grace_seconds, redactor)
-    name = new_upstream().name  # a bad URL or a missing command is refused here, before any front starts
+    # A bad URL or a missing command is refused here, before any front starts.
+    name = new_upstream().name if fleet is None else aggregate_name(fleet[0])
     policy = boundary.stage_policy
     report = new_report(name, config, policy, events)
-    lock_path = lock_path or config.lock
-    lock = None if lock_path is None else Lockfile.load(lock_path, registry)
-    lock_server = lock_server or config.lock_server
-    if lock is None and lock_server is not None:
-        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
-    if lock is not None and lock_server is not None and lock_server not in lock.servers:
-        held = ", ".join(lock.servers) or "none"
-        raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    lock, lock_server = _lockfile(lock_path or config.lock, lock_server or config.lock_server, registry)
     grants = _grants(policy, environ)
     single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
     checks = Checks(
         registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), grants, single_use
     )
+    if fleet is not None:  # each server held to its own lockfile entry, not the client's side
+        checks = checks._replace(lock=None, lock_server=None)
+        new_upstream = _aggregated(fleet, checks, lock, redactor)
     if bridge is not None:
         from .bridge import bridged
 
@@ -131,6 +131,46 @@ def prepare(
         redactor=redactor,
         processes=not upstream_url,
     )
+
+
+def _lockfile(
+    lock_path: Path | None, lock_server: str | None, registry: SchemaRegistry
+) -> tuple[Lockfile | None, str | None]:
+    """The tool lockfile the run holds its upstream to, checked against its server key."""
+    lock = None if lock_path is None else Lockfile.load(lock_path, registry)
+    if lock is None and lock_server is not None:
+        raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
+    if lock is not None and lock_server is not None and lock_server not in lock.servers:
+        held = ", ".join(lock.servers) or "none"
+        raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
+    return lock, lock_server
+
+
+def _fleet(
+    config: GatewayConfig, servers_path: Path | None, one_given: bool, bridge: str | None
+) -> tuple[list[ServerSpec], AggregateOptions] | None:
+    """The servers of an aggregate (``--servers``, the configuration's ``servers``), or ``None``: one upstream."""
+    specs, options = read_servers(config, servers_path)
+    if not specs:
+        return None
+    if one_given:
+        raise SetupError("give servers (--servers FILE or the config's servers table) or one upstream, not both")
+    if bridge is not None:
+        raise SetupError("--bridge is for one upstream: give a server that needs the bridge `bridge = VERSION`")
+    return specs, options
+
+
+def _aggregated(
+    fleet: tuple[list[ServerSpec], AggregateOptions], checks: Checks, lock: Lockfile | None, redactor: Redactor
+) -> Callable[[], Connection]:
+    """Each session's upstream an aggregate, once start-up found every name it exposes usable; clients
+    of the stateless era are carried to it by the era bridge (an aggregate per client identity)."""
+    specs, options = fleet
+    redact = lambda text: redactor.redact_text(text)[0]  # noqa: E731 (a name for what it does)
+    known = start(specs, options, checks, lock, redact)
+    from .bridge import bridged
+
+    return bridged(aggregated(specs, options, checks, lock, redact, known), checks, checks.registry.latest_handshake)
 
 
 def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | None:

@@ -63,7 +63,13 @@ class HttpClient:
     session's GET stream for what the server sends outside any request."""
 
     def __init__(
-        self, url: str, *, max_frame_bytes: int, grace_seconds: float = 2.0, connect_seconds: float = 10.0
+        self,
+        url: str,
+        *,
+        max_frame_bytes: int,
+        grace_seconds: float = 2.0,
+        connect_seconds: float = 10.0,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise SetupError(f"--upstream must be an http(s) URL, got {url!r}")
@@ -74,7 +80,7 @@ class HttpClient:
         # A reply's SSE stream and the GET stream may be quiet for as long as the server likes: no
         # read timeout (a whole-request one ended the upstream session mid-stream); connecting,
         # writing and waiting for a connection are bounded.
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(connect_seconds, read=None))
+        self._client = httpx.AsyncClient(timeout=httpx.Timeout(connect_seconds, read=None), headers=headers)
         self._connect_seconds = connect_seconds
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=64)
         self._session_id: str | None = None

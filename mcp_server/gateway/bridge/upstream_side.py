@@ -22,8 +22,10 @@ from ...core.types import (
     Frame,
     Message,
 )
+from ...registry.lockfile import LockCheck
 from ...registry.tools import UpstreamTools
 from ...registry.versions import stated_version
+from ..config import GatewayConfig
 from ..session import Checks
 from ..verdicts import Action, Verdicts
 
@@ -45,17 +47,30 @@ def not_bridgeable(feature: str) -> Rejection:
 
 
 class UpstreamSide:
-    """What crosses between a bridge and its upstream, checked at the upstream's version."""
+    """What crosses between a bridge (or an aggregate) and its upstream, checked at the upstream's
+    version. An aggregate's member side (``server``) also checks each call against its server's own
+    tool schemas (``tool_schemas``), holds its listing to the lockfile (``lock``) and has the modes
+    of its own tools (``config``)."""
 
-    def __init__(self, checks: Checks, label: str) -> None:
+    def __init__(
+        self,
+        checks: Checks,
+        label: str,
+        *,
+        server: str | None = None,
+        lock: LockCheck | None = None,
+        config: GatewayConfig | None = None,
+        tool_schemas: bool = False,
+    ) -> None:
         registry, limit = checks.registry, checks.max_frame_bytes
         self.session = Session()
         self.transport = f"upstream ({label})"
-        self.verdicts = Verdicts(checks.config, checks.report, registry)
+        self.verdicts = Verdicts(config or checks.config, checks.report, registry, lock)
         self._tools = UpstreamTools(registry)
-        self._sending = build_chain(registry, CLIENT_TO_SERVER, max_frame_bytes=limit)
-        self._hearing = build_chain(registry, SERVER_TO_CLIENT, max_frame_bytes=limit)
-        checks.report.open_session(self.session, self.transport)
+        tools = self._tools if tool_schemas else None
+        self._sending = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=limit)
+        self._hearing = build_chain(registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=limit)
+        checks.report.open_session(self.session, self.transport, server=server)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
         """A frame the bridge made for the upstream: its bytes, and the message it was checked as (a
@@ -69,6 +84,8 @@ class UpstreamSide:
             if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
                 raise
             message = rejection.message
+        else:
+            self.verdicts.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
         self.verdicts.learn(frame, message, self._tools)
         if message.kind is REQUEST and message.id is not None and message.method is not None:
             stated = stated_version(message.params) if self.session.version is None else None
@@ -85,7 +102,11 @@ class UpstreamSide:
             if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
                 return rejection
             message = rejection.message
-        self.verdicts.learn(frame, message, self._tools)
+        else:
+            self.verdicts.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
+        learnt = self.verdicts.learn(frame, message, self._tools)
+        if learnt is not frame:  # a listing with tools left out (invalid, or not as locked)
+            message = message._replace(document=jsonio.loads(learnt.raw))
         if message.id is None:
             return message
         if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
