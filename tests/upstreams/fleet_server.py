@@ -2,13 +2,16 @@
 structured output, progress, a call to cancel, the requests a server makes of its client (sampling,
 elicitation, roots), a list change, resources and a template, a prompt, completions, and a log.
 
-`fleet_server.py [--name NAME] [--tools N]` serves STDIO (`--tools N`: N more tools, `tool_0` …, for
-the benchmark's big lists); `fleet_server.py http PORT` serves Streamable HTTP at /mcp.
+`fleet_server.py [--name NAME] [--tools N] [--hold FILE]` serves STDIO (`--tools N`: N more tools,
+`tool_0` …, for the benchmark's big lists; `--hold FILE`: it starts answering only once FILE is gone);
+`fleet_server.py http PORT` serves Streamable HTTP at /mcp.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+from pathlib import Path
 
 import anyio
 from mcp import types
@@ -20,6 +23,7 @@ parser.add_argument("mode", nargs="?", default="stdio", choices=["stdio", "http"
 parser.add_argument("port", nargs="?", type=int, default=0)
 parser.add_argument("--name", default="fleet")
 parser.add_argument("--tools", type=int, default=0)
+parser.add_argument("--hold", metavar="FILE", help="answer nothing while FILE exists (a server slow to start)")
 OPTIONS = parser.parse_args()
 
 server = MCPServer(OPTIONS.name, instructions=f"{OPTIONS.name} adds, counts and asks.")
@@ -138,6 +142,8 @@ for _number in range(OPTIONS.tools):
 
 
 if __name__ == "__main__":
+    while OPTIONS.hold and Path(OPTIONS.hold).exists():
+        time.sleep(0.02)
     if OPTIONS.mode == "http":
         import uvicorn
 

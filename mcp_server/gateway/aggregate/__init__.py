@@ -31,6 +31,7 @@ log = logging.getLogger("mcp_server.gateway")
 # What start-up declares it can do, so that a server lists every tool it may offer (some list more to
 # a client that can sample, elicit or give roots): every name that may be exposed is checked.
 _EVERYTHING = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
+_SAID = 5  # problems said in full at start-up; the rest counted
 
 
 def aggregate_name(specs: Sequence[ServerSpec]) -> str:
@@ -113,7 +114,8 @@ def start(
     capabilities (``{}``: it did not answer; it joins when it does)."""
     quiet = checks._replace(report=ConformanceReport(upstream=aggregate_name(specs), mode="observe"), events=None)
     members = _members(specs, options, quiet, lock, redact, [{} for _ in specs])
-    found = asyncio.run(_ask_all(Aggregate(members, options, quiet, aggregate_name(specs)), members, options))
+    aggregate = Aggregate(members, options, quiet, aggregate_name(specs), reports=False)
+    found = asyncio.run(_ask_all(aggregate, members, options))
     listings: dict[str, dict[str, list[str]]] = {}
     for member, (_, lists) in zip(members, found, strict=True):
         if lists is None:
@@ -126,7 +128,8 @@ def start(
     prefixes = {spec.name: spec.prefix for spec in specs}
     problems = name_problems(listings, prefixes, options.separator, options.max_name_length)
     if problems:
-        raise SetupError("aggregate: " + "; ".join(problems))
+        more = f"; and {len(problems) - _SAID} more" if len(problems) > _SAID else ""
+        raise SetupError("aggregate: " + "; ".join(problems[:_SAID]) + more)
     return [capabilities for capabilities, _ in found]
 
 

@@ -40,6 +40,7 @@ from .capabilities import union
 from .keeper import fetch_lists, keep
 from .lists import KINDS, LIST_CHANGED, Hidden, Merged, Source, page
 from .member import Call, Hello, Member, State
+from .names import expose
 from .servers import AggregateOptions
 
 __all__ = ["ORIGIN_META", "SERVER_NAME", "Aggregate"]
@@ -67,8 +68,12 @@ def _unknown(error: CanonicalError, path: str, msg: str) -> Rejection:
 class Aggregate:
     """Many servers as one upstream (see the module's docstring)."""
 
-    def __init__(self, members: Sequence[Member], options: AggregateOptions, checks: Checks, name: str) -> None:
+    def __init__(
+        self, members: Sequence[Member], options: AggregateOptions, checks: Checks, name: str, *, reports: bool = True
+    ) -> None:
+        """``reports``: what the merged lists leave out is reported (start-up's look says it otherwise)."""
         self.name = name
+        self._reports = reports
         self._members = list(members)
         self._options, self._checks, self.registry = options, checks, checks.registry
         self._out = Outbox()
@@ -208,7 +213,10 @@ class Aggregate:
         if found is not None:
             return self._members[found[0]], found[1]
         was = self._ever.get((key, name)) if isinstance(name, str) else None
-        if was is not None:  # a server that is down (or starting again)
+        if was is None and isinstance(name, str):  # a name of a server not up yet, by its prefix
+            starts = ((m.index, expose(m.spec.prefix, self._options.separator, "")) for m in self._members)
+            was = next((index for index, start in starts if start and name.startswith(start)), None)
+        if was is not None and self._members[was].state is not State.UP:  # down, or (again) starting
             raise _unavailable(self._members[was])
         if key == "tools":
             raise _unknown(CanonicalError.TOOL_NOT_FOUND, "/params/name", "unknown_tool")
@@ -269,7 +277,7 @@ class Aggregate:
     async def _each(self, method: str, params: Mapping[str, Any], capability: str, about: Message) -> None:
         """``method`` asked of every server up that has ``capability``; the client answered once all did."""
         asked = [
-            member.ask(method, params, self._options.start_seconds)
+            member.ask(method, params, self._options.answer_seconds)
             for member in self._members
             if member.state is State.UP and isinstance(member.capabilities.get(capability), Mapping)
         ]
@@ -446,7 +454,7 @@ class Aggregate:
         """A server's list changed: fetched again, then the client told (once its own list changed)."""
         side = member.side
         try:
-            fetched = await fetch_lists(member, self._options.start_seconds, only=capability)
+            fetched = await fetch_lists(member, self._options.answer_seconds, only=capability)
         except Exception as failure:  # Failed (no answer), ConnectionError: its keeper sees it too
             log.warning("aggregate: server %r: its %s could not be listed again: %s", member.name, capability, failure)
             return
@@ -494,7 +502,7 @@ class Aggregate:
         for key, table in self._merged.named.items():
             for exposed, (index, _) in table.items():
                 self._ever[(key, exposed)] = index
-        for hidden in self._merged.hidden:
+        for hidden in self._merged.hidden if self._reports else ():
             if hidden not in self._reported:
                 self._reported.add(hidden)
                 self._report_hidden(hidden)

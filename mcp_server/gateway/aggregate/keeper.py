@@ -73,13 +73,13 @@ async def _life(member: Member, owner: Owner, options: AggregateOptions) -> str:
     member.start()
     assert member.connection is not None
     try:
-        await asyncio.wait_for(member.connection.open(), options.start_seconds)
+        await asyncio.wait_for(member.connection.open(), options.answer_seconds)
     except Exception as failure:  # SetupError: the command cannot be run; TimeoutError
         raise Failed(f"did not start: {failure or type(failure).__name__}") from None
     member.tasks += [asyncio.ensure_future(_pump(member, owner)), asyncio.ensure_future(member.write_all())]
     hello = await owner.greeted()
-    await _initialize(member, hello, owner, options.start_seconds)
-    fetched = await fetch_lists(member, options.start_seconds)
+    await _initialize(member, hello, owner, options.answer_seconds)
+    fetched = await fetch_lists(member, options.answer_seconds)
     if fetched is None:
         raise Failed("a list refused")
     member.lists = fetched

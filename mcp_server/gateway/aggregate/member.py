@@ -89,8 +89,8 @@ class Member:
 
     @property
     def capabilities(self) -> Mapping[str, Any]:
-        """What it can do: as its initialize said while up, else as start-up found."""
-        found = self.result.get("capabilities") if self.state is State.UP else None
+        """What it can do: as its initialize said (its latest life's), else as start-up found."""
+        found = self.result.get("capabilities")
         return found if isinstance(found, Mapping) else self.known
 
     def post(self, raw: bytes, about: Message | None) -> bool:

@@ -44,7 +44,8 @@ class AggregateOptions:
 
     separator: str = DEFAULT_SEPARATOR
     max_name_length: int = MAX_NAME_LENGTH
-    start_seconds: float = 10.0
+    start_seconds: float = 10.0  # how long a client's initialize (and start-up) waits for the slowest server
+    answer_seconds: float = 30.0  # how long a server may take to answer the aggregate's own requests
     health_seconds: float = 15.0
     restart_seconds: float = 0.5
     restart_max_seconds: float = 30.0
