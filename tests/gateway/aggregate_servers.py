@@ -140,3 +140,76 @@ def report_of(tmp_path: Path) -> dict[str, Any]:
         (tmp_path / "runs" / "mcp_server" / "gateway").glob("*-report.json"), key=lambda p: p.stat().st_mtime
     )
     return json.loads(paths[-1].read_text())
+
+
+class Raw:
+    """A raw NDJSON client of the gateway on STDIO: a request's reply, and what came meanwhile."""
+
+    def __init__(self, tmp_path: Path, *options: str) -> None:
+        self.process = subprocess.Popen(
+            gateway_command(*options),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+            cwd=tmp_path,
+        )
+        self.heard: list[dict[str, Any]] = []  # notifications and requests, in order
+        self.ids = iter(range(1, 1_000_000))
+
+    def send(self, frame: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(frame).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def next(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, "the gateway closed stdout"
+        return dict(json.loads(line))
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The reply to a request (what else comes first is kept in ``heard``)."""
+        request_id = next(self.ids)
+        self.send(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, **({} if params is None else {"params": params})}
+        )
+        while (frame := self.next()).get("id") != request_id or "method" in frame:
+            self.heard.append(frame)
+        return frame
+
+    def until(self, method: str) -> dict[str, Any]:
+        """The next notification or request of ``method`` (the ones heard already first)."""
+        for index, frame in enumerate(self.heard):
+            if frame.get("method") == method:
+                return self.heard.pop(index)
+        while (frame := self.next()).get("method") != method:
+            self.heard.append(frame)
+        return frame
+
+    def open(self, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = {
+            "protocolVersion": version,
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        reply = self.request("initialize", params)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def close(self) -> int:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        self.process.stdout.read()  # what it still says, to its end
+        self.process.stdout.close()
+        return self.process.wait(WAIT)
+
+
+def every_page(peer: Raw, method: str, key: str) -> list[dict[str, Any]]:
+    found, params = [], {}
+    while True:
+        result = peer.request(method, params)["result"]
+        found += result[key]
+        if "nextCursor" not in result:
+            return found
+        params = {"cursor": result["nextCursor"]}

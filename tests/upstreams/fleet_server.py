@@ -91,7 +91,7 @@ async def roots(ctx: Context) -> list[str]:
 async def grow(ctx: Context) -> str:
     """Add a tool and say the list changed (notifications/tools/list_changed)."""
     server.add_tool(lambda: "new", name="grown", description="A tool added at run time.")
-    await ctx.notify_tools_changed()
+    await ctx.session.send_tool_list_changed()  # (``ctx.notify_tools_changed`` tells 2026-07-28 listeners only)
     return "grown"
 
 
