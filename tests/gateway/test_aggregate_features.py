@@ -32,6 +32,7 @@ from .aggregate_servers import (
     server,
     write_config,
 )
+from .conformance import TARGET
 
 
 def fleet(name: str, *options: str, **table: Any) -> dict[str, Any]:
@@ -242,3 +243,27 @@ def test_the_inspector_cli_sees_each_server_through_the_aggregate_as_direct(tmp_
     names = [tool["name"] for tool in listed["tools"]]
     assert "fleet__add" in names and "memory__read_graph" in names
     assert called == direct and called["structuredContent"] == {"total": 7}
+
+
+def test_each_server_negotiates_its_own_version_and_is_checked_at_it(tmp_path: Path) -> None:
+    """Issue 33: each upstream negotiates its own version (the era bridge where eras differ) and every
+    frame of its side is checked at that version: a server that speaks only 2025-03-26 and one that
+    speaks only 2026-07-28 behind one 2025-11-25 client."""
+    servers = {
+        "old": fleet("old", "--speaks", "2025-03-26"),
+        "modern": server([*TARGET, "--era", "modern"], bridge="2026-07-28"),
+    }
+    peer = Raw(tmp_path, "--config", str(write_config(tmp_path, servers)))
+    try:
+        opened = peer.open("2025-11-25")
+        added = peer.request("tools/call", {"name": "old__add", "arguments": {"a": 1, "b": 2}})
+        simple = peer.request("tools/call", {"name": "modern__test_simple_text", "arguments": {}})
+    finally:
+        peer.close()
+    assert opened["result"]["protocolVersion"] == "2025-11-25"
+    assert added["result"]["structuredContent"] == {"total": 3}
+    assert simple["result"]["content"][0]["text"] == "This is a simple text response for testing."
+    report = report_of(tmp_path)
+    versions = {entry["name"]: entry["protocol_versions"] for entry in report["servers"]}
+    assert versions == {"old": ["2025-03-26"], "modern": ["2025-11-25", "2026-07-28"]}
+    assert report["violations"] == {}

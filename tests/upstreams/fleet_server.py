@@ -2,8 +2,9 @@
 structured output, progress, a call to cancel, the requests a server makes of its client (sampling,
 elicitation, roots), a list change, resources and a template, a prompt, completions, and a log.
 
-`fleet_server.py [--name NAME] [--tools N] [--hold FILE]` serves STDIO (`--tools N`: N more tools,
-`tool_0` …, for the benchmark's big lists; `--hold FILE`: it starts answering only once FILE is gone);
+`fleet_server.py [--name NAME] [--tools N] [--hold FILE] [--speaks VERSION]` serves STDIO (`--tools N`:
+N more tools, `tool_0` …, for the benchmark's big lists; `--hold FILE`: it starts answering only once
+FILE is gone; `--speaks VERSION`: it negotiates only that version);
 `fleet_server.py http PORT` serves Streamable HTTP at /mcp.
 """
 
@@ -24,7 +25,13 @@ parser.add_argument("port", nargs="?", type=int, default=0)
 parser.add_argument("--name", default="fleet")
 parser.add_argument("--tools", type=int, default=0)
 parser.add_argument("--hold", metavar="FILE", help="answer nothing while FILE exists (a server slow to start)")
+parser.add_argument("--speaks", metavar="VERSION", help="negotiate only this handshake version (an older server)")
 OPTIONS = parser.parse_args()
+if OPTIONS.speaks:  # the SDK's own negotiation (mcp.server.runner), held to one version
+    import mcp.server.runner
+
+    mcp.server.runner.HANDSHAKE_PROTOCOL_VERSIONS = (OPTIONS.speaks,)
+    mcp.server.runner.LATEST_HANDSHAKE_VERSION = OPTIONS.speaks
 
 server = MCPServer(OPTIONS.name, instructions=f"{OPTIONS.name} adds, counts and asks.")
 

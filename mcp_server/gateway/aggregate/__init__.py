@@ -56,7 +56,7 @@ def _connector(spec: ServerSpec, checks: Checks, redact: Callable[[str], str]) -
         return connect
     from ..bridge import bridged
 
-    return bridged(connect, checks, spec.bridge)
+    return bridged(connect, checks, spec.bridge, server=spec.name)
 
 
 def _side_of(spec: ServerSpec, checks: Checks, lock: Lockfile | None, separator: str) -> Callable[[], UpstreamSide]:
