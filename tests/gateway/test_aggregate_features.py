@@ -7,13 +7,16 @@ lockfile per server, servers read from a client's own configuration file, and th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import mcp.types as types
 import pytest
+from mcp.client.client import Client
 
 from mcp_server.core.errors import CanonicalError
 
@@ -32,7 +35,7 @@ from .aggregate_servers import (
     server,
     write_config,
 )
-from .conformance import TARGET
+from .conformance import TARGET, free_port, running
 
 
 def fleet(name: str, *options: str, **table: Any) -> dict[str, Any]:
@@ -54,7 +57,7 @@ def test_merged_lists_are_paged_in_a_stable_order_and_announced_when_a_server_ch
         bad_cursor = peer.request("tools/list", {"cursor": "not-ours"})
     finally:
         peer.close()
-    own = ["add", "echo", "count", "count_slowly", "ask_model", "ask_user", "roots", "grow", "log"]
+    own = ["add", "echo", "count", "count_slowly", "ask_model", "ask_user", "roots", "grow", "log", "header"]
     assert first == again == [f"one__{n}" for n in own] + [f"two__{n}" for n in [*own, "tool_0", "tool_1", "tool_2"]]
     assert grown["result"]["isError"] is False and changed == {
         "jsonrpc": "2.0",
@@ -267,3 +270,35 @@ def test_each_server_negotiates_its_own_version_and_is_checked_at_it(tmp_path: P
     versions = {entry["name"]: entry["protocol_versions"] for entry in report["servers"]}
     assert versions == {"old": ["2025-03-26"], "modern": ["2025-11-25", "2026-07-28"]}
     assert report["violations"] == {}
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # sampling: the era's own
+def test_a_server_over_http_with_headers_and_a_stateless_client_meet_through_the_aggregate(tmp_path: Path) -> None:
+    """Issue 33: a server table with a URL and headers (the headers reach the server), next to one
+    with a command; a client of the stateless era (2026-07-28, the official SDK client) on the HTTP
+    front is carried to the aggregate by the era bridge: its calls and a server's sampling request."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    servers = {
+        "remote": {"url": url, "headers": {"X-Team": "blue"}},
+        "local": fleet("local"),
+    }
+    config = write_config(tmp_path, servers)
+    with (
+        running([*FLEET, "http", str(port)], url, server_env(tmp_path)),
+        http_gateway(tmp_path, "--config", str(config)) as gateway,
+    ):
+        found = asyncio.run(asyncio.wait_for(stateless_session(gateway.url), 2 * WAIT))
+    team, total, sampled = found
+    assert team == "blue" and total == {"total": 3} and sampled == "42"
+
+
+async def stateless_session(url: str) -> list[Any]:
+    async def sampled(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="42"), model="m")
+
+    async with Client(url, mode="2026-07-28", read_timeout_seconds=WAIT, sampling_callback=sampled) as client:
+        team = await client.call_tool("remote__header", {"name": "X-Team"})
+        added = await client.call_tool("local__add", {"a": 1, "b": 2})
+        asked = await client.call_tool("remote__ask_model", {"question": "six times seven?"})
+        return [team.structured_content["result"], added.structured_content, asked.structured_content["result"]]

@@ -109,6 +109,12 @@ async def log(ctx: Context) -> str:
     return "logged"
 
 
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of one header of the HTTP request that carried the call ("" over STDIO, or none)."""
+    return (ctx.headers or {}).get(name.lower(), "")
+
+
 @server.resource("fleet://hello", mime_type="text/plain")
 def hello() -> str:
     """A static text resource."""
