@@ -92,6 +92,16 @@ class UpstreamSide:
             self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         return raw, message
 
+    def relayed(self, document: Mapping[str, Any], read: Message) -> tuple[bytes, Message]:
+        """A client's request an aggregate relays at the version it was checked at already (this
+        side's too), changed only in its id, name and progress token, which it makes valid: counted
+        and expected, not checked again (the same schemas would say the same)."""
+        message = read._replace(id=document["id"], params=document.get("params"), document=document)
+        self.verdicts.report.frame(CLIENT_TO_SERVER, message.method, REQUEST, self.session)
+        assert message.id is not None and message.method is not None
+        self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool)
+        return jsonio.dumps(document), message
+
     def heard(self, raw: bytes, size: int | None = None) -> Message | Rejection:
         """A frame of the upstream's, checked at its version: its message (a reply settles its
         request; a request of the upstream's is expected back), or the ``Rejection`` enforced."""
