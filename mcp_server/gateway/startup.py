@@ -166,7 +166,10 @@ def _aggregated(
     """Each session's upstream an aggregate, once start-up found every name it exposes usable; clients
     of the stateless era are carried to it by the era bridge (an aggregate per client identity)."""
     specs, options = fleet
-    redact = lambda text: redactor.redact_text(text)[0]  # noqa: E731 (a name for what it does)
+
+    def redact(text: str) -> str:
+        return redactor.redact_text(text)[0]
+
     known = start(specs, options, checks, lock, redact)
     from .bridge import bridged
 

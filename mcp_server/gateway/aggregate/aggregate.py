@@ -51,6 +51,7 @@ ORIGIN_META = "mcp-server.gateway/server"  # the server a request or notificatio
 SERVER_NAME = "mcp-server-aggregate"
 _CHANGED_LIST = {method: capability for capability, method in LIST_CHANGED.items()}
 _NO_COMPLETION: Mapping[str, Any] = {"completion": {"values": []}}
+_BEFORE_INITIALIZED = frozenset({"initialize", "ping"})  # the requests a client may send before ``initialized``
 
 
 def _unavailable(member: Member) -> Rejection:
@@ -151,6 +152,8 @@ class Aggregate:
     # -- client → servers --------------------------------------------------------------------------
 
     def _request(self, about: Message, params: dict[str, Any]) -> None:
+        if self._early is not None and about.method not in _BEFORE_INITIALIZED:
+            self._initialized()  # a client that did not say ``initialized`` is past it all the same
         handler = self._handlers.get(about.method or "")
         try:
             if handler is None:
@@ -343,11 +346,10 @@ class Aggregate:
     def _notification(self, about: Message, params: dict[str, Any]) -> None:
         method = about.method
         if method == "notifications/initialized":
-            early, self._early = self._early or [], None
-            for raw in early:
-                self._out.put_nowait(raw)
+            self._initialized()
         elif method == "notifications/cancelled":
-            found = self._by_client.get(params.get("requestId"))  # type: ignore[arg-type]
+            request_id = params.get("requestId")
+            found = self._by_client.get(request_id) if isinstance(request_id, str | int) else None
             if found is not None:
                 member, member_id = found
                 self._forget(member, member_id)
@@ -357,6 +359,12 @@ class Aggregate:
                 self._tell(member, method, params or None)
         else:
             log.info("aggregate: a client notification %s goes to no server", method)
+
+    def _initialized(self) -> None:
+        """The client's ``initialized``: what the servers sent meanwhile goes to it now."""
+        early, self._early = self._early or [], None
+        for raw in early:
+            self._out.put_nowait(raw)
 
     def _tell(self, member: Member, method: str, params: Mapping[str, Any] | None) -> None:
         if member.state is State.UP:
@@ -415,7 +423,8 @@ class Aggregate:
     def _notified(self, member: Member, message: Message) -> None:
         method, params = message.method, dict(message.params or {})
         if method == "notifications/progress":
-            token = self._tokens.get((member.index, params.get("progressToken")))  # type: ignore[arg-type]
+            sent = params.get("progressToken")
+            token = self._tokens.get((member.index, sent)) if isinstance(sent, str) else None
             if token is None:
                 log.warning("aggregate: server %r reported progress for no call of its own", member.name)
                 return

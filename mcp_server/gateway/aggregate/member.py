@@ -82,6 +82,7 @@ class Member:
     _queued: int = 0
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _closing: asyncio.Future[int | None] | None = None
 
     @property
     def name(self) -> str:
@@ -115,8 +116,11 @@ class Member:
             await self.connection.send(raw, about)
 
     def start(self) -> None:
-        """A new connection and side (nothing sent yet), its own request channel, an empty queue."""
-        self.connection, self.side = self.new_connection(), self.new_side()
+        """A new connection and (unless the last one never spoke) side, its own request channel, an
+        empty queue: a server failing to start again and again adds no session to the report."""
+        if self.side is None or self.side.session.version is not None:
+            self.side = self.new_side()
+        self.connection = self.new_connection()
         self.own = PeerChannel(self._send_own, direction=CLIENT_TO_SERVER, prefix=f"aggregate-{self.index}")
         self._queue.clear()
         self._queued, self.stuck, self.result, self.lists = 0, False, {}, {}
@@ -144,7 +148,8 @@ class Member:
         self.post(raw, message)
 
     async def stop(self) -> None:
-        """Its tasks ended, its connection closed (the process stopped and reaped)."""
+        """Its tasks ended, its connection closed (the process stopped and reaped), also when the task
+        that stops it is cancelled meanwhile (the aggregate closing): a second ``stop`` waits for it."""
         if self.own is not None:
             self.own.close()
         for task in self.tasks:
@@ -152,5 +157,7 @@ class Member:
         self.tasks.clear()
         connection, self.connection = self.connection, None
         if connection is not None:
+            self._closing = asyncio.ensure_future(connection.close())
+        if self._closing is not None:
             with contextlib.suppress(Exception):
-                await connection.close()
+                await asyncio.shield(self._closing)
