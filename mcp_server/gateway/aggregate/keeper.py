@@ -150,15 +150,15 @@ async def _every_page(member: Member, method: str, key: str, seconds: float) -> 
 async def _until_down(member: Member, seconds: float) -> str:
     """Wait until the server fails: its frames end, it stops reading, or it leaves a ping unanswered
     for ``seconds`` (asked only after ``seconds`` without a frame of its)."""
-    pump = member.tasks[0]
+    pump, writer = member.tasks  # as ``_life`` started them
     loop = asyncio.get_running_loop()
     while True:
         quiet = member.heard_at + seconds - loop.time()
         if quiet > 0:
-            await asyncio.wait({pump, *member.tasks[1:]}, timeout=quiet, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({pump, writer}, timeout=quiet, return_when=asyncio.FIRST_COMPLETED)
         if pump.done():
             return "its connection ended"
-        if member.stuck or member.tasks[1].done():
+        if member.stuck or writer.done():
             return "it stopped reading"
         if loop.time() - member.heard_at < seconds:
             continue

@@ -11,7 +11,7 @@ import contextlib
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -75,7 +75,7 @@ class Member:
     result: Mapping[str, Any] = field(default_factory=dict)  # its initialize result, while up
     lists: dict[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     calls: dict[RequestId, Call] = field(default_factory=dict)  # by the id it was sent under
-    ids: Any = field(default_factory=lambda: itertools.count(1))
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # its own ids for the client's requests
     heard_at: float = 0.0
     stuck: bool = False
     _queue: deque[tuple[bytes, Message | None]] = field(default_factory=deque)
