@@ -231,12 +231,14 @@ def test_a_server_that_never_starts_or_never_answers_keeps_no_other_from_serving
     ],
     ids=["collision", "too-long"],
 )
+@pytest.mark.parametrize("listen", ["stdio", "http://127.0.0.1:0/mcp"])
 def test_a_name_taken_twice_or_too_long_is_refused_at_start_up_with_exit_2(
-    tmp_path: Path, servers: dict[str, Any], says: list[str]
+    tmp_path: Path, servers: dict[str, Any], says: list[str], listen: str
 ) -> None:
-    """Issue 33: a name too long or colliding is refused at start-up with a clear message (exit 2)."""
-    done = cli(tmp_path, "gateway", "--config", str(write_config(tmp_path, servers)))
+    """Issue 33: a name too long or colliding is refused at start-up with a clear message (exit 2),
+    before either front serves anyone."""
+    done = cli(tmp_path, "gateway", "--listen", listen, "--config", str(write_config(tmp_path, servers)))
     assert done.returncode == 2, done.stderr[-2000:]
     error = [line for line in done.stderr.splitlines() if line.startswith("mcp:error reason=setup_failed")]
     assert error and all(said in error[0] for said in says), done.stderr[-2000:]
-    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert "Traceback" not in done.stderr and done.stdout == "" and "mcp:ready" not in done.stderr
