@@ -60,6 +60,7 @@ class HttpConnection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, path: str) -> None:
         self.reader, self.writer, self.host, self.path = reader, writer, host, path
         self.session_id: str | None = None
+        self.authorization: str | None = None  # an Authorization header of its own (bench_auth.py)
 
     @classmethod
     async def open(cls, url: str) -> HttpConnection:
@@ -77,6 +78,8 @@ class HttpConnection:
         )
         if self.session_id is not None:
             head += f"Mcp-Session-Id: {self.session_id}\r\n"
+        if self.authorization is not None:
+            head += f"Authorization: {self.authorization}\r\n"
         self.writer.write(head.encode() + b"\r\n" + body)
         status_line = await self.reader.readline()
         status = int(status_line.split()[1])

@@ -13,13 +13,12 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .core.files import write_atomic
-from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port
+from .core.files import ReadyFile
+from .core.settings import ASSERT_FORMATS_HELP, Settings, SetupError, log_level, parse_host_port, seconds
 from .execution.redaction import Redactor
 from .registry.schemas import SchemaError
 
@@ -63,6 +62,7 @@ EXAMPLES = {
     "doctor": "mcp-server doctor -- python my_server.py",
     "wrap": "mcp-server wrap ~/.cursor/mcp.json",
     "lock": "mcp-server lock --output mcp.lock.json -- python my_server.py",
+    "login": "mcp-server login --upstream https://example.com/mcp",
 }
 
 
@@ -98,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", metavar="HOST:PORT", help="serve MCP Streamable HTTP")
     serve.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     serve.add_argument("--tools", type=Path, help="HTTP-backed tool catalogue (or MCP_HTTP_TOOLS_FILE)")
+    _add_front_auth(serve, passthrough=False)
     validate = commands.add_parser("validate", **_described("validate", "validate one asset file"))
     validate.add_argument("file")
     validate.add_argument("--schema", metavar="NAME")
@@ -108,13 +109,48 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_front_auth(parser: argparse.ArgumentParser, *, passthrough: bool) -> None:
+    """Who may use an HTTP front (issue 31, docs/authentication.md)."""
+    forms = "tokens:FILE, jwt:ISSUER_URL" + (" or passthrough" if passthrough else "")
+    parser.add_argument("--auth", metavar="SPEC", help=f"HTTP: check each request's bearer token: {forms} (MCP_AUTH)")
+    parser.add_argument(
+        "--auth-resource", metavar="URL", help="HTTP: the public MCP URL tokens are for (default: the one listened on)"
+    )
+    parser.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="HTTP: serve anyone who reaches a non-loopback address (MCP_ALLOW_UNAUTHENTICATED=1)",
+    )
+
+
+def _front_auth(
+    args: argparse.Namespace, environ: Mapping[str, str], host: str | None, flag: str
+) -> tuple[str | None, str | None]:
+    """``--auth`` and ``--auth-resource`` (or their variables) of an HTTP front on ``host`` (``None``:
+    no HTTP front), which may not serve other hosts unauthenticated (issue 31)."""
+    from .execution.access import refuse_open_door
+
+    if host is None:
+        if args.auth:
+            raise SetupError("--auth is for an HTTP front")
+        return None, None
+    auth = args.auth or environ.get("MCP_AUTH") or None
+    allow = args.allow_unauthenticated or environ.get("MCP_ALLOW_UNAUTHENTICATED") == "1"
+    refuse_open_door(host, authenticated=auth is not None, allowed=allow, flag=flag)
+    resource = args.auth_resource or environ.get("MCP_AUTH_RESOURCE")
+    if resource is not None and not resource.startswith(("http://", "https://")):
+        raise SetupError(f"--auth-resource must be the http(s) URL clients reach the MCP endpoint at, got {resource!r}")
+    return auth, resource
+
+
 def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway = commands.add_parser(
         "gateway",
         parents=[logs],
         **_described("gateway", "a validating proxy in front of an MCP server"),
         usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
-        "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] (--upstream URL | --servers FILE | -- COMMAND ...)",
+        "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] [--max-frame-bytes N] "
+        "[--max-server-frame-bytes N] (--upstream URL | --servers FILE | [--] COMMAND ...)",
     )
     gateway.add_argument(
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
@@ -122,10 +158,12 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument(
         "--max-sessions", type=int, help="HTTP: open client sessions at most (default: sized to the memory, up to 100)"
     )
-    gateway.add_argument("--idle-timeout", type=float, default=600.0, help="HTTP: seconds before an idle session ends")
+    gateway.add_argument("--idle-timeout", default="600", help="HTTP: seconds before an idle session ends")
     gateway.add_argument("--mode", choices=["enforce", "observe"], help="default: enforce (or the config's)")
     gateway.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML)")
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
+    gateway.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
+    _add_front_auth(gateway, passthrough=True)
     gateway.add_argument(
         "--servers", type=Path, metavar="FILE", help="many upstreams: an MCP client's configuration (docs/aggregate.md)"
     )
@@ -140,6 +178,35 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument(
         "--otel", action="store_true", help="export a span per forwarded call (MCP_OTEL=1; the otel extra; OTEL_*)"
     )
+    gateway.add_argument(
+        "--max-frame-bytes",
+        type=_bytes,
+        metavar="N",
+        help="largest frame a client may send (MCP_MAX_FRAME_BYTES, the config's; default 1 MiB)",
+    )
+    gateway.add_argument(
+        "--max-server-frame-bytes",
+        type=_bytes,
+        metavar="N",
+        help="largest frame the upstream may send (MCP_MAX_SERVER_FRAME_BYTES, the config's; default 16 MiB)",
+    )
+    _upstream_command(gateway)
+
+
+def _bytes(value: str) -> int:
+    """A frame limit on the command line: a positive number of bytes."""
+    if not value.isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of bytes, got {value!r}")
+    return int(value)
+
+
+def _upstream_command(parser: argparse.ArgumentParser) -> None:
+    """The upstream's command, after the options: with ``--`` before it or without (as ``npx`` and the
+    Inspector pass it)."""
+    parser.add_argument("upstream_command", nargs=argparse.REMAINDER, metavar="COMMAND", help=argparse.SUPPRESS)
+
+
+_HEADER_HELP = "sent to the --upstream with every request (repeatable); VALUE may hold ${VAR} or ${file:PATH}"
 
 
 def _add_offline(commands: Any) -> None:
@@ -171,13 +238,15 @@ def _add_wrap_and_doctor(commands: Any) -> None:
         "doctor",
         **_described("doctor", "check an MCP server in one go: every protocol version, its tools, every frame"),
         usage="mcp-server doctor [--format text|json] [--timeout SECONDS] [--config FILE] [--policy FILE] "
-        "(--upstream URL | -- COMMAND ...)",
+        "(--upstream URL | [--] COMMAND ...)",
     )
     doctor.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
-    doctor.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    doctor.add_argument("--timeout", default="10", help="seconds each request waits at most (10)")
     doctor.add_argument("--format", choices=["text", "json"], default="text", help="the verdict's form (text)")
     doctor.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): rules turned off")
     doctor.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
+    doctor.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
+    _upstream_command(doctor)
     add_wrap_arguments(
         commands.add_parser(
             "wrap", **_described("wrap", "put every server of an MCP client's configuration behind the gateway")
@@ -186,12 +255,20 @@ def _add_wrap_and_doctor(commands: Any) -> None:
     lock = commands.add_parser(
         "lock",
         **_described("lock", "record every tool an MCP server lists in a lockfile, for `gateway --lock`"),
-        usage="mcp-server lock [--output FILE] [--server NAME] [--timeout SECONDS] (--upstream URL | -- COMMAND ...)",
+        usage="mcp-server lock [--output FILE] [--server NAME] [--timeout SECONDS] (--upstream URL | [--] COMMAND ...)",
     )
     lock.add_argument("--upstream", metavar="URL", help="a Streamable HTTP MCP endpoint (else the command after --)")
     lock.add_argument("--output", type=Path, default=Path("mcp.lock.json"), help="the lockfile (mcp.lock.json)")
     lock.add_argument("--server", metavar="NAME", help="its entry's key (default: the server's serverInfo.name)")
-    lock.add_argument("--timeout", type=float, default=10.0, help="seconds each request waits at most (10)")
+    lock.add_argument("--timeout", default="10", help="seconds each request waits at most (10)")
+    lock.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
+    _upstream_command(lock)
+    login = commands.add_parser(
+        "login",
+        **_described("login", "log the gateway in to an HTTP upstream that asks for OAuth, ahead of time"),
+    )
+    login.add_argument("--upstream", metavar="URL", required=True, help="the Streamable HTTP MCP endpoint")
+    login.add_argument("--config", type=Path, help="gateway configuration (JSON or TOML): its oauth table")
 
 
 def _setup_logging(environ: Mapping[str, str]) -> None:
@@ -211,17 +288,12 @@ def _redact_logs(redactor: Redactor) -> None:
     def redact(record: logging.LogRecord) -> bool:
         record.msg, _ = redactor.redact_text(record.getMessage())
         record.args = ()
+        if record.exc_info and not record.exc_text:  # a traceback quotes values too: formatted here, redacted
+            record.exc_text = redactor.redact_text(logging.Formatter().formatException(record.exc_info))[0]
         return True
 
     for handler in logging.getLogger("mcp_server").handlers:
         handler.addFilter(redact)
-
-
-def _write_ready(path: Path, address: str | None = None) -> None:
-    """``<pid> <ISO-8601 UTC>`` (and the address, for a server that picked its own port)."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, (f"{os.getpid()} {stamp}" + (f" {address}" if address else "") + "\n").encode())
 
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -269,9 +341,19 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.http:
         host, port = parse_host_port(args.http, name="--http")
         settings = replace(settings, endpoint="http", http_host=host, http_port=port)
+    http = settings.endpoint == "http"
+    auth, resource = _front_auth(args, environ, settings.http_host if http else None, "--http")
+    ready_file = ReadyFile(settings.ready_file)
+    ready_file.claim()  # never another's file: refused before anything starts
     events = _event_log(settings, args, "serve")
     server = startup.prepare(
-        settings, environ, events, policy_path=args.policy, tools_path=args.tools, assert_formats=args.assert_formats
+        settings,
+        environ,
+        events,
+        policy_path=args.policy,
+        tools_path=args.tools,
+        assert_formats=args.assert_formats,
+        auth=auth,
     )
     _redact_logs(server.boundary.policy.redactor)
     mode = settings.endpoint
@@ -280,12 +362,10 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     detail = {"mode": "serve", "versions": registry.versions, "schemas": registry.provenance}
     events.emit("start", status="started", transport=mode, detail=detail)
     dirs = f"schemas_dir={server.corpus.schemas_dir} examples_dir={server.corpus.examples_dir}"
-    cleanup: list[Path] = []  # what this process created, removed on the way out
 
     def ready(line: str, address: str | None = None) -> Callable[[], None]:
         def on_ready() -> None:
-            _write_ready(settings.ready_file, address)
-            cleanup.append(settings.ready_file)
+            ready_file.write(address)
             _say(f"mcp:ready mode={mode} {line}{dirs}")
 
         return on_ready
@@ -297,11 +377,9 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             startup.run_socket(server, ready(f"path={settings.socket_path} "))
         else:
             listener, url = _listen_tcp(settings.http_host, settings.http_port, "/mcp")
-            startup.run_http(server, listener, ready(f"url={url} ", url))
+            startup.run_http(server, listener, ready(f"url={url} ", url), resource=resource or url)
     finally:
-        for path in cleanup:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        ready_file.remove()
         events.emit("stop", status="stopped", transport=mode, detail={"mode": "serve"})
         events.close()
         _say(f"mcp:shutdown mode={mode}")
@@ -312,24 +390,13 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     from .gateway import startup
 
     listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
+    auth, resource = _front_auth(args, environ, listen.host if listen.front == "http" else None, "--listen")
     settings = Settings.from_env(environ)
+    ready_file = ReadyFile(settings.ready_file)
+    ready_file.claim()  # never another's file: refused before anything starts
     events = _event_log(settings, args, "gateway")
-    gateway = startup.prepare(
-        settings,
-        environ,
-        events,
-        upstream_url=args.upstream,
-        command=command,
-        config_path=args.config,
-        mode=args.mode,
-        policy_path=args.policy,
-        assert_formats=args.assert_formats,
-        lock_path=args.lock,
-        lock_server=args.lock_server,
-        tracer=_tracer(args, settings, environ),
-        bridge=args.bridge,
-        servers_path=args.servers,
-    )
+    options = _gateway_options(args, command, settings, environ)
+    gateway = startup.prepare(settings, environ, events, **options, auth=auth, interactive=True)
     _redact_logs(gateway.redactor)
     _open_log(events, gateway.redactor)
     detail = {"mode": "gateway", "schemas": gateway.checks.registry.provenance}
@@ -338,7 +405,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:
-            _write_ready(settings.ready_file, address)
+            ready_file.write(address)
             _say(f"mcp:ready mode=gateway listen={where} {ready}")
 
         return said
@@ -349,8 +416,9 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             return startup.run_stdio(gateway)
         if listen.front == "http":
             listener, url = _listen_tcp(listen.host, listen.port, listen.path)
-            limits = {"max_sessions": args.max_sessions, "idle_seconds": args.idle_timeout}
-            return startup.run_http(gateway, listener, listen, on_ready(url, url), **limits)
+            idle = seconds(args.idle_timeout, name="--idle-timeout")  # nan turned reaping off
+            limits = {"max_sessions": args.max_sessions, "idle_seconds": idle}
+            return startup.run_http(gateway, listener, listen, on_ready(url, url), resource=resource or url, **limits)
         from .transport.unix_socket import bind_unix_socket
 
         path = Path(listen.path)
@@ -361,12 +429,32 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            settings.ready_file.unlink()
+        ready_file.remove()  # only the one this process wrote: a gateway that never bound removes none
         gateway.checks.tracer.close()
         events.emit("stop", status="stopped", transport=listen.front, detail={"mode": "gateway"})
         events.close()
         _say("mcp:shutdown mode=gateway")
+
+
+def _gateway_options(
+    args: argparse.Namespace, command: list[str], settings: Settings, environ: Mapping[str, str]
+) -> dict[str, Any]:
+    """What the command line says of the gateway run, as ``startup.prepare`` takes it."""
+    return {
+        "upstream_url": args.upstream,
+        "command": command,
+        "config_path": args.config,
+        "mode": args.mode,
+        "policy_path": args.policy,
+        "assert_formats": args.assert_formats,
+        "lock_path": args.lock,
+        "lock_server": args.lock_server,
+        "tracer": _tracer(args, settings, environ),
+        "bridge": args.bridge,
+        "headers": args.header,
+        "limits": (args.max_frame_bytes, args.max_server_frame_bytes),
+        "servers_path": args.servers,
+    }
 
 
 def _tracer(args: argparse.Namespace, settings: Settings, environ: Mapping[str, str]) -> Tracer:
@@ -387,8 +475,11 @@ def _lock(args: argparse.Namespace, command: list[str], environ: Mapping[str, st
     from .gateway import lock, startup
 
     settings = Settings.from_env(environ)
-    gateway = startup.prepare(settings, environ, None, upstream_url=args.upstream, command=command, mode="observe")
-    return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=args.timeout)
+    gateway = startup.prepare(
+        settings, environ, None, upstream_url=args.upstream, command=command, mode="observe", headers=args.header
+    )
+    timeout = seconds(args.timeout, name="--timeout")
+    return lock.run_lock(gateway, url=args.upstream, output=args.output, server=args.server, timeout=timeout)
 
 
 def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
@@ -404,8 +495,30 @@ def _doctor(args: argparse.Namespace, command: list[str], environ: Mapping[str, 
         config_path=args.config,
         mode="observe",  # everything passes, so that everything is seen and counted
         policy_path=args.policy,
+        headers=args.header,
     )
-    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=args.timeout, format=args.format)
+    timeout = seconds(args.timeout, name="--timeout")
+    return doctor.run_doctor(gateway, url=args.upstream, command=command, timeout=timeout, format=args.format)
+
+
+def _login(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """``mcp-server login``: the gateway's OAuth login to an upstream now, its tokens kept for later runs."""
+    import asyncio
+
+    from .gateway import startup
+
+    settings = Settings.from_env(environ)
+    gateway = startup.prepare(
+        settings, environ, None, upstream_url=args.upstream, command=[], config_path=args.config, interactive=True
+    )
+    if gateway.login is None:
+        raise SetupError(
+            "nothing to log in with: the oauth extra is needed (pip install 'mcp-server[oauth]'), and no "
+            "Authorization header or oauth.enabled = false may be configured"
+        )
+    from .execution.upstream_login import login_now
+
+    return asyncio.run(login_now(gateway.login, gateway.upstream_name))
 
 
 def _listen_tcp(host: str, port: int, path: str) -> tuple[socket.socket, str]:
@@ -432,6 +545,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
 
         return main_golden(argv[1:])
     args = _parser().parse_args(argv)
+    command = command or list(getattr(args, "upstream_command", None) or [])
     try:
         _setup_logging(environ)
         if args.validate or args.command == "validate":
@@ -454,6 +568,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             return _doctor(args, command, environ)
         if args.command == "lock":
             return _lock(args, command, environ)
+        if args.command == "login":
+            return _login(args, environ)
         if args.command == "wrap":
             from .offline.wrap import run_wrap
 

@@ -261,8 +261,12 @@ def run_gateway(tmp_path: Path, spec: SpecSchema, steps: Steps) -> list[dict[str
         server = {"name": "scripted", "version": "1"}
         result = {"protocolVersion": spec.version, "capabilities": {}, "serverInfo": server}
         script.insert(0, ("init", [{"jsonrpc": "2.0", "id": "init", "result": result}]))
+    # The upstream lists the tools the corpus calls (any arguments): the gateway refuses a call of a
+    # tool its upstream does not list (issue 30 row 9), and the oracle models no tool schema.
+    called = {c.frame["params"]["name"] for c in spec.valid_cases if c.direction == C2S and _calls_a_tool(c.frame)}
+    tools = [{"name": name, "inputSchema": {"type": "object"}} for name in sorted(called)]
     script_file = tmp_path / "script.json"
-    script_file.write_text(json.dumps(script))
+    script_file.write_text(json.dumps({"script": script, "tools": tools}))
     runs = tmp_path / "runs"
     env = server_env(tmp_path, MCP_RUNS_DIR=str(runs))
 
@@ -276,6 +280,11 @@ def run_gateway(tmp_path: Path, spec: SpecSchema, steps: Steps) -> list[dict[str
 
     asyncio.run(run())
     return frame_events(runs)
+
+
+def _calls_a_tool(frame: Any) -> bool:
+    params = frame.get("params") if isinstance(frame, dict) else None
+    return frame.get("method") == "tools/call" and isinstance(params, dict) and isinstance(params.get("name"), str)
 
 
 def windows(events: list[dict[str, Any]], count: int) -> Iterator[list[dict[str, Any]]]:

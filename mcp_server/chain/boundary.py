@@ -15,8 +15,9 @@ from ..core import jsonio
 from ..core.errors import CanonicalError, Plane, Rejection
 from ..core.replies import error_reply
 from ..core.types import MessageKind, Reply
-from ..registry.schemas import SchemaRegistry
+from ..registry.schemas import SchemaRegistry, Validator
 from ..registry.versions import is_at_least
+from .schema_check import ToolSchemas
 
 __all__ = ["TOOL_ERRORS_AS_RESULTS_SINCE", "contain", "render_rejection", "tool_error_result"]
 
@@ -27,23 +28,30 @@ TOOL_ERRORS_AS_RESULTS_SINCE = "2025-11-25"
 a protocol error (spec 2025-11-25, server/tools "Error Handling"); before it, -32602."""
 
 
-def tool_error_result(data: Mapping[str, Any], registry: SchemaRegistry, version: str) -> dict[str, Any]:
-    """A ``CallToolResult`` that reports a failure: the text for the model, the details as data."""
+def tool_error_result(
+    data: Mapping[str, Any], registry: SchemaRegistry, version: str, output: Validator | None = None
+) -> dict[str, Any]:
+    """A ``CallToolResult`` that reports a failure: the text for the model, the details as data, also
+    as structured content where the version has it, unless the tool's ``output`` schema refuses it
+    (a client validates structured content against the outputSchema, error or not)."""
     protocol = registry.protocol(version)
     result: dict[str, Any] = {
         "content": [{"type": "text", "text": jsonio.dumps(data).decode()}],
         "isError": True,
     }
-    if protocol.structured_tool_results:
+    if protocol.structured_tool_results and (output is None or output.is_valid(data)):
         result["structuredContent"] = dict(data)
     if "resultType" in protocol.result_required("tools/call"):
         result["resultType"] = "complete"
     return result
 
 
-def render_rejection(rejection: Rejection, registry: SchemaRegistry) -> Reply | None:
+def render_rejection(
+    rejection: Rejection, registry: SchemaRegistry, tools: ToolSchemas | None = None, session: str | None = None
+) -> Reply | None:
     """The reply a rejection earns, or ``None`` when the frame must not be answered (a notification
-    or a response, even an invalid one, never is)."""
+    or a response, even an invalid one, never is). ``tools``: where the called tool's schemas are;
+    ``session``: the session's version, for a frame that said none of its own (its id unread)."""
     message = rejection.message
     if message is not None and message.kind is not MessageKind.REQUEST:
         return None
@@ -54,9 +62,12 @@ def render_rejection(rejection: Rejection, registry: SchemaRegistry) -> Reply | 
         if message.method != "tools/call":  # one of the server's own tools, called directly
             return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": rejection.data()}, version=version)
         if version is not None and is_at_least(registry, version, TOOL_ERRORS_AS_RESULTS_SINCE):
-            result = tool_error_result(rejection.data(), registry, version)
+            tool_io = tools.io(message.tool) if tools is not None and message.tool is not None else None
+            result = tool_error_result(rejection.data(), registry, version, tool_io and tool_io.output)
             return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": result}, version=version)
-    return error_reply(rejection, request_id, version)
+    known = registry.protocols.get(version or session or "")  # none known: JSON-RPC 2.0's null
+    omit = request_id is None and known is not None and known.error_id_optional
+    return error_reply(rejection, request_id, version, omit_id=omit)
 
 
 def contain(failure: Exception) -> Rejection:

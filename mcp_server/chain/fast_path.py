@@ -151,9 +151,11 @@ def _response_path(
         tool = pending.tool
         if tool is not None and tool_table is not None and version in with_outputs:
             tool_io = tool_table.get(tool)
-            if tool_io is not None and tool_io.output is not None and result.get("isError") is not True:
+            if tool_io is not None and tool_io.output is not None:
                 structured = result.get("structuredContent")
-                if structured is None or not tool_io.output.is_valid(structured):
+                if structured is None and result.get("isError") is not True:
+                    return doubt(frame, document)
+                if structured is not None and not tool_io.output.is_valid(structured):
                     return doubt(frame, document)
         if allows is not None and not allows(len(frame.raw), None, None):
             return doubt(frame, document)

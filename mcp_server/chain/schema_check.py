@@ -164,13 +164,16 @@ def _check_tool_input(tools: ToolSchemas, message: Message) -> None:
 def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
     """A tool result against the tool's output schema (tools spec, "Structured Content").
 
-    ``isError`` results are exempt, and so is an InputRequiredResult (2026-07-28: it asks for input,
-    the tool's output comes with the retry's result); otherwise ``structuredContent`` must be present
-    and valid.
+    An InputRequiredResult is exempt (2026-07-28: it asks for input, the tool's output comes with
+    the retry's result); an ``isError`` result need not carry ``structuredContent``, but what it
+    carries must be valid (clients validate it, error or not: issue 29); any other result must carry
+    it, valid.
     """
-    if tool_io.output is None or result.get("isError") is True or result.get("resultType") == "input_required":
+    if tool_io.output is None or result.get("resultType") == "input_required":
         return
     if "structuredContent" not in result:
+        if result.get("isError") is True:
+            return  # a tool error need not be structured; when it is, it is held to the schema (clients check it)
         raise Rejection(
             CanonicalError.INVALID_TOOL_OUTPUT,
             [{"path": "/result/structuredContent", "msg": "required by the tool's outputSchema"}],

@@ -1,18 +1,45 @@
-"""Pipeline stage 1: refuse a frame over the byte limit before anything parses it. Pure; no I/O."""
+"""Pipeline stage 1: refuse a frame over the byte limit before anything parses it. Pure; no I/O.
+
+The refusal names the frame's size and the limit, and says what the frame was as far as its ends
+tell (``core/oversize.py``): a request is answered by its id, a reply settles the request it
+answers, so the side that waits for it can be answered in its place.
+"""
 
 from __future__ import annotations
 
 from ..core.errors import CanonicalError, Rejection
+from ..core.oversize import recover
 from ..core.settings import DEFAULT_MAX_FRAME_BYTES
+from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Frame, Message
 from .stage import Inspection
 
-__all__ = ["SizeGuard", "check_size"]
+__all__ = ["SizeGuard", "check_size", "oversized"]
 
 
 def check_size(size: int, limit: int) -> None:
     """Raise ``PAYLOAD_TOO_LARGE`` when ``size`` bytes exceed ``limit``; exactly at the limit passes."""
     if size > limit:
-        raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE)
+        raise Rejection(CanonicalError.PAYLOAD_TOO_LARGE, extra={"size": size, "limit": limit})
+
+
+def oversized(frame: Frame, size: int, limit: int) -> Rejection:
+    """The refusal of ``frame`` (``size`` bytes, over ``limit``), with what it was as far as known."""
+    rejection = Rejection(CanonicalError.PAYLOAD_TOO_LARGE, extra={"size": size, "limit": limit})
+    found = recover(frame.raw, size)
+    members, session = found.members, frame.session
+    if "method" in members:
+        kind = REQUEST if "id" in members else NOTIFICATION
+        rejection.message = Message(kind, found.id, found.method, version=session.version)
+    elif ("result" in members or "error" in members) and found.id is not None:
+        # A reply is a reply even refused: the request it answers no longer waits for another.
+        pending = session.settle(frame.direction.opposite, found.id)
+        kind = ERROR_RESPONSE if "error" in members else RESPONSE
+        if pending is None:
+            rejection.message = Message(kind, found.id, version=session.version)
+        else:
+            version = session.version or pending.version
+            rejection.message = Message(kind, found.id, pending.method, version=version, tool=pending.tool)
+    return rejection
 
 
 class SizeGuard:
@@ -23,4 +50,6 @@ class SizeGuard:
 
     def inspect(self, inspection: Inspection) -> None:
         frame = inspection.frame
-        check_size(len(frame.raw) if frame.size is None else frame.size, self.limit)
+        size = len(frame.raw) if frame.size is None else frame.size
+        if size > self.limit:
+            raise oversized(frame, size, self.limit)

@@ -107,6 +107,18 @@ class CanonicalError(Enum):
     # Gateway bridging the protocol eras (issue 22): what one era has and the other cannot carry;
     # ``data.feature`` names it (a method, a field, a capability). Never dropped in silence.
     NOT_BRIDGEABLE = (-32013, 501, "Feature cannot be bridged between protocol versions", "unsupported")
+    # Issue 31: an HTTP upstream answered 401 (no credentials, or none it takes) or 403 (not allowed);
+    # ``data.status`` and ``data.challenge`` (its WWW-Authenticate) say what it asked for. Relayed as
+    # a JSON-RPC error; only the HTTP front in passthrough mode answers with the status itself.
+    UPSTREAM_UNAUTHORIZED = (-32014, 401, "The server requires authorization", "unauthorized")
+    UPSTREAM_FORBIDDEN = (-32015, 403, "The server refused access", "forbidden")
+    # Issue 31: an HTTP front as a resource server (MCP authorization, RFC 6750 §3): no token or one it
+    # does not accept (401), a token without the scope the tool needs (403); WWW-Authenticate says why.
+    UNAUTHORIZED = (-32016, 401, "Authorization required", "unauthorized")
+    INSUFFICIENT_SCOPE = (-32017, 403, "Insufficient scope", "forbidden")
+    # Gateway (issue 29): a peer's reply over the frame limit of its direction, answered in its place to
+    # the side that waits for it; ``data.size`` and ``data.limit`` say by how much (``--max-*-frame-bytes``).
+    REPLY_TOO_LARGE = (-32018, 502, "Reply over the gateway's frame limit", "too_large")
     # Gateway in front of many servers (issue 33): a resource URI none of its servers lists or matches
     # (MCP server/resources, "Error Handling": resource not found is -32002).
     RESOURCE_NOT_FOUND = (-32002, 404, "Resource not found", "not_found")
@@ -170,7 +182,9 @@ _BY_CODE: Mapping[int, CanonicalError] = MappingProxyType({m.jsonrpc_code: m for
 # members refuse the HTTP request itself, before any request of a live session is read, and keep
 # their own status under every version: a body that is no JSON-RPC message (400) or too large (413),
 # no session or an unknown one (400, 404), a bad MCP-Protocol-Version (400), what the transport
-# refuses about the HTTP request (403, 405, 406, 409, 415) and the session cap (503).
+# refuses about the HTTP request (403, 405, 406, 409, 415), the session cap (503), and authorization:
+# the front's own (401, 403) and, in passthrough mode only, the upstream's (issue 31; relayed to any
+# other client those two are replies like any other, status 200).
 HTTP_REFUSALS = frozenset(
     {
         CanonicalError.PARSE_ERROR,
@@ -189,6 +203,10 @@ HTTP_REFUSALS = frozenset(
         CanonicalError.UNKNOWN_SESSION,
         CanonicalError.TOO_MANY_SESSIONS,
         CanonicalError.STREAM_ALREADY_OPEN,
+        CanonicalError.UNAUTHORIZED,
+        CanonicalError.INSUFFICIENT_SCOPE,
+        CanonicalError.UPSTREAM_UNAUTHORIZED,
+        CanonicalError.UPSTREAM_FORBIDDEN,
     }
 )
 # MCP 2026-07-28 gives four JSON-RPC errors a status of their own, by code, whoever answers with them

@@ -6,6 +6,7 @@ Backed by orjson, which is strict (no NaN/Infinity, valid UTF-8 only). No I/O.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ import orjson
 
 __all__ = [
     "MAX_DEPTH",
+    "DuplicateKeyError",
     "JSONSyntaxError",
     "canonical",
     "dumps",
@@ -20,6 +22,7 @@ __all__ = [
     "dumps_pretty",
     "fingerprint",
     "loads",
+    "loads_unique",
     "too_deep",
 ]
 
@@ -36,6 +39,37 @@ documents up to 1,024 levels; a deeper value is answered with a catalogued ``too
 
 loads: Callable[[bytes | bytearray | memoryview | str], Any] = orjson.loads
 """Parse one JSON document (orjson's own function: no call in between on the per-frame path)."""
+
+
+class DuplicateKeyError(ValueError):
+    """An object of a document names one key twice (``key``): the later value would win unseen."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {key!r} appears twice in one object")
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKeyError(key)
+        found[key] = value
+    return found
+
+
+def _no_constant(name: str) -> Any:
+    raise JSONSyntaxError(f"{name} is not JSON", name, 0)
+
+
+def loads_unique(raw: bytes) -> Any:
+    """A document a person wrote (a configuration, a lockfile): parsed as ``loads`` does (its errors
+    name line and column), and refused with ``DuplicateKeyError`` when an object repeats a key, which
+    ``loads`` lets the later win in silence. Not for the per-frame path: it parses twice."""
+    document = loads(raw)
+    if isinstance(document, (dict, list)):  # only containers can repeat a key
+        json.loads(raw, object_pairs_hook=_unique, parse_constant=_no_constant)
+    return document
 
 
 def dumps(value: Any) -> bytes:

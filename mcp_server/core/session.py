@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from .types import Direction, RequestId
+from .types import REQUEST, RESPONSE, Direction, Message, RequestId
 
 __all__ = ["Peer", "Pending", "Session"]
 
@@ -87,6 +87,21 @@ class Session:
             self.client_info = client_info
         if capabilities is not None:
             self.client_capabilities = capabilities
+
+    def follow(self, direction: Direction, message: Message) -> None:
+        """What a frame that goes on (sent in ``direction``) changes here, the one rule the gateway and
+        ``check`` both follow: a request waits for its answer, with the version it states for itself
+        while the session has none (2026-07-28: each request carries its own, and none makes the
+        session's, so a ``server/discover`` refused and then an ``initialize`` is a handshake
+        session); an ``initialize`` result settles the session's version."""
+        if message.kind is REQUEST:
+            assert message.id is not None and message.method is not None
+            stated = message.version if self.version is None else None
+            self.expect(direction, message.id, message.method, message.tool, stated)
+        elif message.kind is RESPONSE and message.method == "initialize" and message.document is not None:
+            result = message.document.get("result")
+            version = result.get("protocolVersion") if isinstance(result, Mapping) else None
+            self.negotiate(version if isinstance(version, str) else None)
 
     # -- request/response matching ---------------------------------------------------------------
 

@@ -9,17 +9,24 @@ from pathlib import Path
 __all__ = [
     "ASSERT_FORMATS_HELP",
     "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_SERVER_FRAME_BYTES",
     "ENDPOINTS",
     "LOG_FORMATS",
     "LOG_LEVELS",
+    "MAX_FRAME_BYTES_LIMIT",
     "Settings",
     "SetupError",
     "log_level",
     "parse_host_port",
+    "positive_int",
+    "seconds",
 ]
 
 DEFAULT_MAX_FRAME_BYTES = 1_048_576
-"""1 MiB of UTF-8, the NDJSON newline not counted."""
+"""What a client may send: 1 MiB of UTF-8, the NDJSON newline not counted."""
+DEFAULT_MAX_SERVER_FRAME_BYTES = 16 * 1_048_576
+"""What a server may send a gateway's client: 16 MiB, for real results (files, images: a 12 MB
+file is 16 MB of base64). The gateway's memory at that size is in docs/limits.md."""
 ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("warning", "info", "debug")
@@ -31,7 +38,13 @@ class SetupError(Exception):
     """A configuration that cannot work; the CLI prints ``mcp:error reason=setup_failed`` and exits 2."""
 
 
-def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
+MAX_FRAME_BYTES_LIMIT = 1 << 30
+"""The largest frame limit that can be set: a frame is held whole in memory (a frame of more is absurd)."""
+
+
+def positive_int(environ: Mapping[str, str], name: str, default: int, most: int = 1 << 31) -> int:
+    """The positive integer ``environ[name]`` (``default`` when unset or empty) no larger than ``most``
+    (a larger one is absurd, and a typo more often), or ``SetupError``."""
     raw = environ.get(name)
     if raw is None or raw == "":
         return default
@@ -39,22 +52,26 @@ def _positive_int(environ: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw, 10)
     except ValueError:
         raise SetupError(f"{name} must be a positive integer, got {raw!r}") from None
-    if value <= 0:
-        raise SetupError(f"{name} must be a positive integer, got {raw!r}")
+    if not 0 < value <= most:
+        raise SetupError(f"{name} must be a positive integer no larger than {most}, got {raw!r}")
+    return value
+
+
+def seconds(text: str, *, name: str, most: float = 86400.0) -> float:
+    """A number of seconds: finite, above 0 and at most ``most`` (a day by default); ``nan`` and ``inf``
+    would turn off what they bound. ``SetupError`` naming ``name`` otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise SetupError(f"{name} must be a number of seconds, got {text!r}") from None
+    if not 0 < value <= most:  # false for nan as for inf
+        raise SetupError(f"{name} must be a number of seconds above 0 and at most {most:g}, got {text!r}")
     return value
 
 
 def _positive_seconds(environ: Mapping[str, str], name: str, default: float) -> float:
     raw = (environ.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 86_400:  # (NaN and infinity fail too)
-        raise SetupError(f"{name} must be a number of seconds above 0 and below a day, got {raw!r}")
-    return value
+    return seconds(raw, name=name) if raw else default
 
 
 def _flag(environ: Mapping[str, str], name: str) -> bool:
@@ -102,6 +119,7 @@ def parse_host_port(value: str, *, name: str) -> tuple[str, int]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_server_frame_bytes: int = DEFAULT_MAX_SERVER_FRAME_BYTES
     ready_file: Path = Path("/tmp/mcp.ready")
     max_batch: int = 100
     endpoint: str = "stdio"
@@ -133,21 +151,26 @@ class Settings:
         port_text = (environ.get("MCP_HTTP_PORT") or "8000").strip()
         _, port = parse_host_port(f"{host}:{port_text}", name="MCP_HTTP_HOST:MCP_HTTP_PORT")
         return cls(
-            max_frame_bytes=_positive_int(environ, "MCP_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME_BYTES),
+            max_frame_bytes=positive_int(
+                environ, "MCP_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES_LIMIT
+            ),
+            max_server_frame_bytes=positive_int(
+                environ, "MCP_MAX_SERVER_FRAME_BYTES", DEFAULT_MAX_SERVER_FRAME_BYTES, MAX_FRAME_BYTES_LIMIT
+            ),
             ready_file=Path(ready),
-            max_batch=_positive_int(environ, "MCP_MAX_BATCH", 100),
+            max_batch=positive_int(environ, "MCP_MAX_BATCH", 100),
             endpoint=endpoint,
             socket_path=Path(environ.get("MCP_SOCKET_PATH") or "/tmp/mcp.sock"),
             socket_mode=_socket_mode(environ),
             http_host=host,
             http_port=port,
             allowed_hosts=tuple(h.strip() for h in (environ.get("MCP_ALLOWED_HOSTS") or "").split(",") if h.strip()),
-            max_sessions=_positive_int(environ, "MCP_MAX_SESSIONS", 1000),
+            max_sessions=positive_int(environ, "MCP_MAX_SESSIONS", 1000),
             http_read_seconds=_positive_seconds(environ, "MCP_HTTP_READ_TIMEOUT", 30.0),
             runs_dir=Path(environ.get("MCP_RUNS_DIR") or "runs"),
-            runs_keep=_positive_int(environ, "MCP_RUNS_KEEP", 20),
-            log_max_bytes=_positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20),
-            log_keep_files=_positive_int(environ, "MCP_LOG_KEEP_FILES", 10),
+            runs_keep=positive_int(environ, "MCP_RUNS_KEEP", 20),
+            log_max_bytes=positive_int(environ, "MCP_LOG_MAX_BYTES", 64 << 20, 1 << 40),
+            log_keep_files=positive_int(environ, "MCP_LOG_KEEP_FILES", 10),
             deterministic=_flag(environ, "MCP_DETERMINISTIC"),
             seed=environ.get("MCP_SEED") or "mcp-server",
             log_format=_choice(environ, "MCP_LOG_FORMAT", LOG_FORMATS),

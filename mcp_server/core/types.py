@@ -108,6 +108,8 @@ class Reply:
     error: CanonicalError | None = None
     version: str | None = None
     code: int | None = None  # the JSON-RPC error code of an error reply relayed as it came (``error``: ours)
+    # HTTP headers of its own (a refusal's WWW-Authenticate), for an HTTP front answering with it.
+    headers: tuple[tuple[bytes, bytes], ...] = ()
     # The document serialised, once: the event log measures the reply and the transport sends it.
     _encoded: bytes | None = field(default=None, init=False, repr=False, compare=False)
 

@@ -42,6 +42,7 @@ def load_boundary(
     registry: SchemaRegistry,
     *,
     max_frame_bytes: int,
+    max_server_frame_bytes: int | None = None,
     policy_path: Path | None = None,
     tools_path: Path | None = None,
     sink: RecordSink | None = None,
@@ -52,7 +53,7 @@ def load_boundary(
     policy_path = policy_path or _path(environ, "MCP_POLICY_FILE")
     tools_path = (tools_path or _path(environ, "MCP_HTTP_TOOLS_FILE")) if catalogue else None
     policy = load_policy(policy_path, registry) if policy_path is not None else Policy()
-    policy.check_limits(max_frame_bytes)
+    policy.check_limits(max_frame_bytes, max_server_frame_bytes)
     executor = None
     if tools_path is not None:
         from .http_tools import HttpToolExecutor, load_catalogue, parse_base_url
@@ -67,6 +68,7 @@ def load_boundary(
             policy=policy,
             registry=registry,
             sink=sink or log_sink(policy.redactor),
+            max_body_bytes=max_frame_bytes,
         )
     token = environ.get("MCP_APPROVER_TOKEN") or None
     if token is not None and len(token) < 16:

@@ -138,7 +138,7 @@ def log_sink(redactor: Redactor) -> RecordSink:
     """The default sink: the record, redacted once more, as one JSON line."""
 
     def sink(record: ExecutionRecord) -> None:
-        document, applied = redactor.redact(record.to_document())
+        document, applied = redactor.redact_record(record.to_document())
         document["redaction_applied"] = bool(document["redaction_applied"]) or applied
         log.info("%s", jsonio.dumps(document).decode())
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
+from ..core.files import read_secret
 from ..core.settings import SetupError
 from .approvals import arguments_digest
 
@@ -170,10 +171,7 @@ def signer_from(environ: Mapping[str, str]) -> GrantSigner:
     if not inline and not path:
         return GrantSigner(secrets.token_bytes(MIN_KEY_BYTES), shared=False)
     if path:
-        try:
-            key = Path(path).read_bytes().strip()
-        except OSError as exc:
-            raise SetupError(f"{KEY_FILE_VARIABLE}: cannot read {path}: {exc.strerror}") from None
+        key = read_secret(Path(path), name=KEY_FILE_VARIABLE).strip()
         source = f"{KEY_FILE_VARIABLE} ({path})"
     else:
         key, source = (inline or "").encode(), KEY_VARIABLE

@@ -1,12 +1,14 @@
 """The tool registry of HTTP-backed tools, and the executor that makes their outbound calls.
 
 Every hop (redirects too) is checked against the policy and the tool's lists before it is sent;
-credentials go out as a header, never into a record or a log. One pooled httpx client.
+credentials go out as a header to the origin they were given for, never into a record or a log. A
+response is read as a stream and cut at the limit, counted in decompressed bytes. One pooled client.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,17 +20,30 @@ import httpx
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
-from ..core.settings import SetupError
+from ..core.files import read_secret
+from ..core.settings import DEFAULT_MAX_FRAME_BYTES, SetupError
 from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry, ToolIO
 from .gate import ExecutionRecord, RecordSink, Stopwatch, Trace
 from .policy import Globs, Policy, denial, outbound_reason
 
-__all__ = ["HttpTool", "HttpToolExecutor", "load_catalogue", "parse_base_url"]
+__all__ = [
+    "ACCEPT_ENCODING",
+    "BodyTooLarge",
+    "HttpTool",
+    "HttpToolExecutor",
+    "load_catalogue",
+    "parse_base_url",
+    "read_capped",
+]
 
 MAX_REDIRECTS = 5
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_]+)\}")
 _QUERY_METHODS = frozenset({"GET", "DELETE", "HEAD"})
+_DOT_SEGMENTS = frozenset({"", ".", ".."})  # a path argument that would be no segment, or move up the path
+# What this client can inflate within a bound (``read_capped``); a server must not send anything else.
+ACCEPT_ENCODING = "gzip, deflate"
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,10 +98,11 @@ def _credential(entry: Mapping[str, Any], environ: Mapping[str, str], where: str
         if not value:
             raise SetupError(f"{where}: credential variable {entry['env']} is not set")
     else:
+        raw = read_secret(Path(entry["file"]), name=f"{where}: credential file")
         try:
-            value = Path(entry["file"]).read_text().strip()
-        except OSError as exc:
-            raise SetupError(f"{where}: credential file {entry['file']}: {exc.strerror}") from None
+            value = raw.decode().strip()
+        except UnicodeDecodeError:
+            raise SetupError(f"{where}: credential file {entry['file']}: not UTF-8") from None
     return str(entry.get("prefix", "")) + value
 
 
@@ -123,11 +139,63 @@ def load_catalogue(path: Path, registry: SchemaRegistry, environ: Mapping[str, s
     return tuple(tools)
 
 
-def _body(response: httpx.Response) -> Any:
+def _body(content: bytes) -> Any:
     try:
-        return jsonio.loads(response.content) if response.content else None
+        return jsonio.loads(content) if content else None
     except jsonio.JSONSyntaxError:
-        return response.text[:4096]
+        return content[:4096].decode("utf-8", "replace")
+
+
+def _segment(name: str, arguments: Mapping[str, Any]) -> str:
+    """The path argument ``name`` as the text of one path segment; an absent one, or one that is no
+    segment at all (empty) or moves along the path (``.``, ``..``), is refused: the tool's path is
+    the operator's, never the caller's to climb out of."""
+    if name not in arguments:
+        raise Rejection(CanonicalError.INVALID_TOOL_INPUT, [{"path": f"/{name}", "msg": "required by the path"}])
+    value = arguments[name]
+    text = value if isinstance(value, str) else jsonio.dumps(value).decode()
+    if text in _DOT_SEGMENTS:
+        raise Rejection(CanonicalError.INVALID_TOOL_INPUT, [{"path": f"/{name}", "msg": "not_a_path_segment"}])
+    return text
+
+
+def _same_origin(one: httpx.URL, other: httpx.URL) -> bool:
+    """RFC 6454 origin: scheme, host and port (the scheme's default when none is written)."""
+    return (one.scheme, one.host, one.port or _PORTS.get(one.scheme)) == (
+        other.scheme,
+        other.host,
+        other.port or _PORTS.get(other.scheme),
+    )
+
+
+_PORTS = {"http": 80, "https": 443}
+
+
+class BodyTooLarge(Exception):
+    """A response body over the limit it was read under (no more of it is read)."""
+
+
+async def read_capped(response: httpx.Response, limit: int) -> bytes:
+    """The body of a streamed ``response``, decompressed, at most ``limit`` bytes; ``BodyTooLarge`` as soon
+    as more comes (counted after inflating, so a small compressed body cannot grow past the limit in
+    memory); ``Rejection`` for an encoding this client did not offer."""
+    codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",") if c.strip()]
+    codings = [c for c in codings if c != "identity"]
+    if len(codings) > 1 or (codings and codings[0] not in _WBITS):
+        raise Rejection(CanonicalError.UPSTREAM_FAILURE, [{"path": "", "msg": "unsupported_content_encoding"}])
+    inflate = zlib.decompressobj(_WBITS[codings[0]]) if codings else None
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        if inflate is not None:
+            try:  # never more than one byte past the room left: a bomb stops here
+                chunk = inflate.decompress(chunk, limit - len(body) + 1)
+            except zlib.error:
+                bad = [{"path": "", "msg": "bad_content_encoding"}]
+                raise Rejection(CanonicalError.UPSTREAM_FAILURE, bad) from None
+        body += chunk
+        if len(body) > limit:
+            raise BodyTooLarge
+    return bytes(body)
 
 
 class HttpToolExecutor:
@@ -142,8 +210,10 @@ class HttpToolExecutor:
         registry: SchemaRegistry,
         sink: RecordSink,
         client: httpx.AsyncClient | None = None,
+        max_body_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
         self.base_url = base_url
+        self.max_body_bytes = max_body_bytes
         self.policy = policy
         self.sink = sink
         self.by_id: Mapping[str, HttpTool] = MappingProxyType({t.tool_id: t for t in tools})
@@ -163,20 +233,14 @@ class HttpToolExecutor:
 
     def request_for(self, tool: HttpTool, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         """The first hop's URL and the httpx keyword arguments: path placeholders, then body or query."""
-        used: set[str] = set()
 
         def fill(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name not in arguments:
-                raise Rejection(
-                    CanonicalError.INVALID_TOOL_INPUT, [{"path": f"/{name}", "msg": "required by the path"}]
-                )
-            used.add(name)
-            return quote(str(arguments[name]), safe="")
+            return quote(_segment(match.group(1), arguments), safe="")  # one segment: "/" is %2F
 
         url = self.base_url + _PLACEHOLDER.sub(fill, tool.path)
+        used = set(_PLACEHOLDER.findall(tool.path))
         rest = {k: v for k, v in arguments.items() if k not in used}
-        headers = dict(tool.headers)
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **tool.headers}
         if tool.credential_header is not None and tool.credential is not None:
             headers[tool.credential_header] = tool.credential
         options: dict[str, Any] = {"headers": headers}
@@ -197,6 +261,15 @@ class HttpToolExecutor:
                 domain=urlsplit(url).hostname or "",
             )
 
+    def _body_limit(self, tool: HttpTool) -> tuple[int, Rejection]:
+        """How much of a response is read: the tool's ``max_result_bytes``, else the frame limit (a
+        result the reply cannot carry is not worth reading); and the refusal past it."""
+        rule_limit = self.policy.rule_for(tool.name).max_result_bytes
+        if rule_limit is not None and rule_limit <= self.max_body_bytes:
+            return rule_limit, denial(CanonicalError.POLICY_DENIED, "/result", "result_too_large")
+        refusal = Rejection(CanonicalError.UPSTREAM_FAILURE, [{"path": "", "msg": "response_too_large"}])
+        return self.max_body_bytes, refusal
+
     async def execute(self, tool: HttpTool, arguments: Mapping[str, Any], trace: Trace) -> dict[str, Any]:
         """Make the call; ``{"ok", "status_code", "body"}`` on 2xx, else ``Rejection``. One record either way."""
         clock = Stopwatch()
@@ -205,28 +278,23 @@ class HttpToolExecutor:
             url, options = self.request_for(tool, arguments)
             self._check_hop(tool, url, method, redirect=False)
             request = self._client.build_request(method, url, timeout=tool.timeout_seconds, **options)
-            first_host = request.url.host
-            for _hop in range(MAX_REDIRECTS + 1):
-                response = await self._client.send(request)
-                status = response.status_code
-                next_request = response.next_request if response.is_redirect else None
-                if next_request is None:
-                    break
+            response = await self._follow(tool, request)
+            url, method, status = str(response.request.url), response.request.method, response.status_code
+            try:
+                if not response.is_success:
+                    raise Rejection(
+                        CanonicalError.UPSTREAM_FAILURE,
+                        [{"path": "", "msg": "upstream_status"}],
+                        extra={"status_code": status, "retryable": status >= 500},
+                    )
+                limit, too_large = self._body_limit(tool)
+                try:
+                    content = await read_capped(response, limit)
+                except BodyTooLarge:
+                    raise too_large from None
+            finally:
                 await response.aclose()
-                url, method = str(next_request.url), next_request.method
-                self._check_hop(tool, url, method, redirect=True)
-                if next_request.url.host != first_host and tool.credential_header is not None:
-                    next_request.headers.pop(tool.credential_header, None)  # never hand a secret to another host
-                request = next_request
-            else:
-                raise Rejection(CanonicalError.UPSTREAM_FAILURE, [{"path": "", "msg": "too_many_redirects"}])
-            if not response.is_success:
-                raise Rejection(
-                    CanonicalError.UPSTREAM_FAILURE,
-                    [{"path": "", "msg": "upstream_status"}],
-                    extra={"status_code": status, "retryable": status >= 500},
-                )
-            return {"ok": True, "status_code": status, "body": _body(response)}
+            return {"ok": True, "status_code": status, "body": _body(content)}
         except httpx.TimeoutException:
             error = CanonicalError.TOOL_TIMEOUT.slug
             raise Rejection(
@@ -246,16 +314,51 @@ class HttpToolExecutor:
             error = CanonicalError.TOOL_TIMEOUT.slug
             raise
         finally:
-            self._record(tool, trace, url, method, status, error, clock.elapsed_ms())
+            self._record(tool, arguments, trace, url, method, status, error, clock.elapsed_ms())
+
+    async def _follow(self, tool: HttpTool, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` and follow its redirects, each hop checked first; the last response, its
+        body not read yet. The credential goes only to the origin it was given for: once a hop
+        changes scheme, host or port it is dropped, for that hop and every later one."""
+        origin = request.url
+        for _hop in range(MAX_REDIRECTS + 1):
+            response = await self._client.send(request, stream=True)
+            next_request = response.next_request if response.is_redirect else None
+            if next_request is None:
+                return response
+            await response.aclose()
+            url, method = str(next_request.url), next_request.method
+            self._check_hop(tool, url, method, redirect=True)
+            if tool.credential_header is not None and not _same_origin(next_request.url, origin):
+                next_request.headers.pop(tool.credential_header, None)  # never hand a secret to another origin
+            request = next_request
+        raise Rejection(CanonicalError.UPSTREAM_FAILURE, [{"path": "", "msg": "too_many_redirects"}])
 
     def _record(
-        self, tool: HttpTool, trace: Trace, url: str, method: str, status: int | None, error: str | None, ms: float
+        self,
+        tool: HttpTool,
+        arguments: Mapping[str, Any],
+        trace: Trace,
+        url: str,
+        method: str,
+        status: int | None,
+        error: str | None,
+        ms: float,
     ) -> None:
         parts = urlsplit(url)
-        # Decoded first: a secret in a path segment is percent-encoded on the wire (%40 for "@").
+        path = parts.path
+        # A path argument is the caller's data: the record names its placeholder, never its value (a
+        # redirect's path may carry it too); then the patterns, on the decoded text (%40 is "@").
+        hidden = False
+        for name in _PLACEHOLDER.findall(tool.path):
+            value = arguments.get(name)
+            text = quote(value if isinstance(value, str) else jsonio.dumps(value).decode(), safe="")
+            if value is not None and text and text in path:
+                path, hidden = path.replace(text, "{" + name + "}"), True
         endpoint, applied = self.policy.redactor.redact_text(
-            unquote(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")))
+            unquote(urlunsplit((parts.scheme, parts.netloc, path, "", "")))
         )
+        applied = applied or hidden
         self.sink(
             ExecutionRecord.of(
                 trace,

@@ -6,20 +6,20 @@ policy stage, ``chain/policy_check.py``, applies it to frames). No I/O; it never
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import re2
+
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
 from ..registry.config import read_config
 from ..registry.schemas import SchemaRegistry
-from .redaction import Redactor
+from .redaction import PatternError, Redactor, compile_pattern
 
 __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
@@ -36,17 +36,50 @@ _CACHE_LIMIT = 4096  # distinct names remembered per decision table; cleared who
 
 
 class Globs:
-    """A list of fnmatch globs compiled into one regular expression (``None``: the list is absent)."""
+    """A list of fnmatch globs (``*``, ``?``, ``[seq]``, ``[!seq]``) compiled into one RE2 pattern, so
+    a name of any length is matched in linear time (``None``: the list is absent). Names are matched
+    exactly, case included: ``refund*`` does not match ``Refund`` (a tool of another name); only
+    ``fold_case`` (host names) folds case."""
 
     __slots__ = ("pattern", "present")
 
     def __init__(self, globs: Iterable[str] | None, *, fold_case: bool = False) -> None:
         self.present = globs is not None
-        parts = [fnmatch.translate(g.lower() if fold_case else g) for g in globs or ()]
-        self.pattern = re.compile("|".join(parts)) if parts else None
+        parts = [_glob_pattern(g.lower() if fold_case else g) for g in globs or ()]
+        self.pattern = compile_pattern("(?s)^(?:" + "|".join(parts) + ")$") if parts else None
 
     def matches(self, name: str) -> bool:
-        return self.pattern is not None and self.pattern.match(name) is not None
+        return self.pattern is not None and self.pattern.search(name) is not None
+
+
+def _glob_pattern(glob: str) -> str:
+    """One fnmatch glob as RE2 syntax (as ``fnmatch.translate``: an unclosed ``[`` is a literal)."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        char = glob[i]
+        i += 1
+        if char == "*":
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+        elif char == "[" and (end := _class_end(glob, i)) is not None:
+            body, i = glob[i:end], end + 1
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            escaped = "".join(c if c.isalnum() or c == "-" else "\\" + c for c in body)
+            out.append(("[^" if negate else "[") + escaped + "]")
+        else:
+            out.append(re2.escape(char))
+    return "".join(out)
+
+
+def _class_end(glob: str, start: int) -> int | None:
+    """Where the ``[...]`` opened before ``start`` closes (a ``]`` first, or after ``!``, is literal)."""
+    i = start + (1 if glob[start : start + 1] == "!" else 0)
+    i += 1 if glob[i : i + 1] == "]" else 0
+    end = glob.find("]", i)
+    return None if end < 0 else end
 
 
 def outbound_reason(url: str, method: str, methods: frozenset[str] | None, domains: Globs) -> str | None:
@@ -212,23 +245,33 @@ class Policy:
         if limit is not None and size > limit:
             raise denial(CanonicalError.POLICY_DENIED, "", "payload_too_large", limit=limit)
 
-    def check_limits(self, max_frame_bytes: int) -> None:
-        """Every size the policy sets lies under the global frame limit (or ``SetupError``)."""
-        sizes = [*self.max_bytes.values()]
-        sizes += [s for _, r in self.tool_rules for s in (r.max_argument_bytes, r.max_result_bytes) if s is not None]
-        over = [s for s in sizes if s > max_frame_bytes]
+    def check_limits(self, max_frame_bytes: int, max_server_frame_bytes: int | None = None) -> None:
+        """Every size the policy sets lies under the frame limit of its direction (or ``SetupError``):
+        what a client sends under ``max_frame_bytes``, results under ``max_server_frame_bytes``
+        (the same limit when not given)."""
+        server = max_frame_bytes if max_server_frame_bytes is None else max_server_frame_bytes
+        sizes = [
+            (size, server if direction == "server_to_client" else max_frame_bytes)
+            for direction, size in self.max_bytes.items()
+        ]
+        for _, rule in self.tool_rules:
+            sizes += [(size, max_frame_bytes) for size in (rule.max_argument_bytes,) if size is not None]
+            sizes += [(size, server) for size in (rule.max_result_bytes,) if size is not None]
+        over = [(size, limit) for size, limit in sizes if size > limit]
         if over:
-            raise SetupError(f"policy: a size limit of {over[0]} bytes exceeds the frame limit {max_frame_bytes}")
+            raise SetupError(f"policy: a size limit of {over[0][0]} bytes exceeds the frame limit {over[0][1]}")
 
 
 def load_policy(path: Path, registry: SchemaRegistry) -> Policy:
     """Read and validate a TOML or JSON policy file; a bad file is a ``SetupError`` naming where."""
     document = read_config(path, what="policy", schema="policy.schema.json", registry=registry)
     for index, pattern in enumerate(document.get("redaction", {}).get("patterns", [])):
+        # RE2 runs any pattern it accepts in linear time: a catastrophic one is harmless. It has no
+        # back-references nor look-around, which have no linear form: such a pattern is refused.
         try:
-            re.compile(pattern)
-        except re.error as exc:
+            compile_pattern(pattern)
+        except PatternError as exc:
             raise SetupError(
-                f"policy {path}: at /redaction/patterns/{index}: not a regular expression: {exc}"
+                f"policy {path}: at /redaction/patterns/{index}: not a pattern RE2 runs in linear time: {exc}"
             ) from None
     return Policy.from_document(document)

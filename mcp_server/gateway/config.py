@@ -1,7 +1,8 @@
 """Gateway configuration: the mode per direction and per tool, rules turned off, and the waits.
 
 Read once at start-up from a JSON or TOML file validated against
-``schemas/gateway-config.schema.json``; a bad file is a ``SetupError`` naming the pointer.
+``schemas/gateway-config.schema.json``; a bad file is a ``SetupError`` naming the pointer. Every
+setting has one precedence: a flag, then the environment, then the file, then the default.
 """
 
 from __future__ import annotations
@@ -12,12 +13,42 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from ..core.settings import SetupError
-from ..core.types import Direction
+from ..core.errors import CanonicalError
+from ..core.settings import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_SERVER_FRAME_BYTES,
+    MAX_FRAME_BYTES_LIMIT,
+    SetupError,
+    positive_int,
+)
+from ..core.types import CLIENT_TO_SERVER, Direction
 from ..registry.config import read_config
+from ..registry.lockfile import LOCK_RULES
 from ..registry.schemas import SchemaRegistry
 
-__all__ = ["GatewayConfig", "Mode"]
+__all__ = [
+    "ENVIRONMENT",
+    "INVALID_TOOL_SCHEMA",
+    "RELAY_CEILING_BYTES",
+    "RULES",
+    "TOOL_DEFINITION_CHANGED",
+    "GatewayConfig",
+    "Mode",
+]
+
+RELAY_CEILING_BYTES = 256 * 1_048_576
+"""Observe mode relays a frame over its limit unchecked, held whole up to this size; a larger one is
+drained and answered as in enforce mode (memory stays bounded)."""
+
+ENVIRONMENT = {"max_frame_bytes": "MCP_MAX_FRAME_BYTES", "max_server_frame_bytes": "MCP_MAX_SERVER_FRAME_BYTES"}
+"""The settings of the file that an environment variable gives too (a flag beats it, it beats the file)."""
+
+TOOL_DEFINITION_CHANGED = "tool_definition_changed"  # a tool listed again otherwise than first seen
+INVALID_TOOL_SCHEMA = "invalid_tool_schema"  # a tool whose schemas do not compile
+RULES = frozenset(
+    {member.slug for member in CanonicalError} | {*LOCK_RULES, TOOL_DEFINITION_CHANGED, INVALID_TOOL_SCHEMA}
+)
+"""Every rule `[rules]` may turn off: the catalogue's slugs, the tool listing's and the lockfile's rules."""
 
 
 class Mode(StrEnum):
@@ -42,11 +73,20 @@ class GatewayConfig:
     # The tool lockfile (a path relative to the configuration file's folder) and its server's key.
     lock: Path | None = None
     lock_server: str | None = None
-    # Many upstreams (``aggregate/``): the ``servers`` and ``aggregate`` tables as written, and the
-    # folder their relative paths start from.
+    # Issue 31: an HTTP upstream's headers (unexpanded: ``registry/credentials.py`` reads them), the
+    # gateway's login to it, the scopes a front's token needs per tool, and the file's folder.
+    headers: Mapping[str, str] = field(default_factory=dict)
+    oauth: Mapping[str, Any] = field(default_factory=dict)
+    tool_scopes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    folder: Path | None = None
+    # The frame limit per direction: what a client sends, and what a server sends (results of files
+    # and images run to several MB). A frame over its limit is answered to the side that waits.
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_server_frame_bytes: int = DEFAULT_MAX_SERVER_FRAME_BYTES
+    # Many upstreams (``aggregate/``): the ``servers`` and ``aggregate`` tables as written (relative
+    # paths start from ``folder``).
     servers: Mapping[str, Any] = field(default_factory=dict)
     aggregate: Mapping[str, Any] = field(default_factory=dict)
-    folder: Path = Path()
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -54,28 +94,76 @@ class GatewayConfig:
             return self.tools[tool]
         return self.directions.get(direction, self.mode)
 
+    def limit(self, direction: Direction) -> int:
+        """The frame limit of what is sent in ``direction``."""
+        return self.max_frame_bytes if direction is CLIENT_TO_SERVER else self.max_server_frame_bytes
+
+    def held_bytes(self, direction: Direction) -> int:
+        """How much of one frame sent in ``direction`` its transport holds: its limit in enforce mode;
+        in observe mode a frame over the limit is relayed unchecked, up to ``RELAY_CEILING_BYTES``."""
+        limit = self.limit(direction)
+        return limit if self.mode_for(direction) is Mode.ENFORCE else max(limit, RELAY_CEILING_BYTES)
+
     def rule_on(self, rule: str) -> bool:
         return rule not in self.rules_off
 
     @classmethod
-    def load(cls, path: Path | None, registry: SchemaRegistry, *, mode: str | None = None) -> GatewayConfig:
+    def load(
+        cls,
+        path: Path | None,
+        registry: SchemaRegistry,
+        *,
+        mode: str | None = None,
+        flags: Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> GatewayConfig:
+        """The file at ``path`` (none: the defaults) under the command line's ``flags`` (a flag not
+        given is ``None``; ``mode``: the ``--mode`` flag) and the environment's variables."""
         document: Any = {}
         if path is not None:
             document = read_config(path, what="gateway config", schema="gateway-config.schema.json", registry=registry)
+        flags = {**(flags or {}), "mode": mode}
         if mode is not None and mode not in {m.value for m in Mode}:
             raise SetupError(f"--mode must be enforce or observe, got {mode!r}")
+        if path is not None and "lock" in document:
+            document = {**document, "lock": path.parent / document["lock"]}  # relative to the file
+        layered = _Layers(flags, environ or {}, document)
         directions = document.get("directions", {})
+        tools = document.get("tools", {})
+        unknown = sorted(set(document.get("rules", {})) - RULES)
+        if unknown:  # a misspelt rule would stay on, silently
+            raise SetupError(f"gateway config {path}: at /rules/{unknown[0]}: no such rule")
         return cls(
-            mode=Mode(mode or document.get("mode", Mode.ENFORCE)),
+            mode=Mode(layered("mode", Mode.ENFORCE)),
             directions={Direction(k): Mode(v) for k, v in directions.items()},
             tools={name: Mode(entry["mode"]) for name, entry in document.get("tools", {}).items() if "mode" in entry},
             rules_off=frozenset(rule for rule, on in document.get("rules", {}).items() if not on),
             grace_seconds=float(document.get("grace_seconds", 2.0)),
             check_wait_seconds=float(document.get("check_wait_seconds", 30.0)),
             request_timeout_seconds=float(document.get("request_timeout_seconds", 120.0)),
-            lock=None if path is None or "lock" not in document else path.parent / document["lock"],
-            lock_server=document.get("lock_server"),
+            headers=document.get("headers", {}),
+            oauth=document.get("oauth", {}),
+            tool_scopes={name: frozenset(entry["scopes"]) for name, entry in tools.items() if "scopes" in entry},
+            folder=None if path is None else path.parent,
+            lock=layered("lock", None),
+            lock_server=layered("lock_server", None),
+            max_frame_bytes=layered("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES),
+            max_server_frame_bytes=layered("max_server_frame_bytes", DEFAULT_MAX_SERVER_FRAME_BYTES),
             servers=document.get("servers", {}),
             aggregate=document.get("aggregate", {}),
-            folder=Path() if path is None else path.parent,
         )
+
+
+class _Layers:
+    """A setting's value by the one precedence: flag, environment, configuration file, default."""
+
+    def __init__(self, flags: Mapping[str, Any], environ: Mapping[str, str], document: Mapping[str, Any]) -> None:
+        self.flags, self.environ, self.document = flags, environ, document
+
+    def __call__(self, key: str, default: Any) -> Any:
+        if self.flags.get(key) is not None:
+            return self.flags[key]
+        variable = ENVIRONMENT.get(key)
+        if variable is not None and self.environ.get(variable):
+            return positive_int(self.environ, variable, default, MAX_FRAME_BYTES_LIMIT)
+        return self.document.get(key, default)

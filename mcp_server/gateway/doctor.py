@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core import jsonio
+from ..core.errors import CanonicalError
 from ..core.session import Session
 from ..core.settings import SetupError
 from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply, RequestId
@@ -27,6 +28,7 @@ from .startup import Gateway
 __all__ = ["Attempt", "Findings", "examine", "findings_document", "render_verdict", "run_doctor"]
 
 CLIENT_INFO = {"name": "mcp-server doctor", "version": "1"}
+_REFUSED_CREDENTIALS = (CanonicalError.UPSTREAM_UNAUTHORIZED.mcp_code, CanonicalError.UPSTREAM_FORBIDDEN.mcp_code)
 _CONNECT_SECONDS = 5.0
 
 
@@ -43,6 +45,7 @@ class Attempt:
     heard: bool = False  # whether the upstream sent anything at all
     definitions: list[Mapping[str, Any]] = field(default_factory=list)  # the tools, whole, as listed
     server: str | None = None  # the upstream's ``serverInfo.name``
+    unauthorized: str | None = None  # the upstream refused the credentials: what it said (issue 31)
 
 
 @dataclass(slots=True)
@@ -100,6 +103,10 @@ class _Client:
         error = document.get("error") if isinstance(document, Mapping) else None
         if isinstance(error, Mapping):
             self.attempt.refusal = f"{error.get('code')} {error.get('message')}"
+            if error.get("code") in _REFUSED_CREDENTIALS:
+                errors = (error.get("data") or {}).get("errors") if isinstance(error.get("data"), Mapping) else None
+                said = errors[0].get("msg") if isinstance(errors, list) and errors else None
+                self.attempt.unauthorized = str(said or error.get("message"))
         if isinstance(document, Mapping):
             self.peer.deliver(document.get("id"), document)
 
@@ -211,8 +218,8 @@ async def examine(gateway: Gateway, url: str | None, *, first: bool = False) -> 
     for version in versions:
         attempt = await _try(gateway, version)
         findings.attempts.append(attempt)
-        if first and attempt.accepted:
-            break
+        if (first and attempt.accepted) or attempt.unauthorized is not None:
+            break  # refused credentials are refused at every version: said once, at once
         if not attempt.heard and not findings.accepted and version == gateway.checks.registry.latest_handshake:
             break  # silent at the version every current server speaks: the older ones would only wait as long
     findings.report = gateway.checks.report.to_document()
@@ -220,6 +227,8 @@ async def examine(gateway: Gateway, url: str | None, *, first: bool = False) -> 
 
 
 def _version_line(attempt: Attempt) -> str:
+    if attempt.unauthorized is not None:
+        return f"{attempt.version} no ({attempt.unauthorized})"
     if attempt.accepted:
         return f"{attempt.version} ok ({len(attempt.tools)} tools)"
     if attempt.answered is not None:
@@ -258,7 +267,13 @@ def render_verdict(findings: Findings, *, behind: str) -> str:
         return "\n".join(lines) + "\n"
     problems = _problem_lines(report)
     lines += ["problems:", *problems] if problems else []
-    if not findings.accepted:
+    refused = next((attempt.unauthorized for attempt in findings.attempts if attempt.unauthorized), None)
+    if refused is not None:
+        lines.append(
+            f"verdict: problems: {refused}. Next: give it a credential (`--header 'Authorization: Bearer "
+            "${TOKEN}'` or the configuration's headers), or log the gateway in: `mcp-server login --upstream URL`"
+        )
+    elif not findings.accepted:
         lines.append(
             "verdict: problems: it accepted none of the versions above. Next: check that it speaks MCP "
             "over this transport (its own messages are above), then run `mcp-server doctor` again"
@@ -282,6 +297,7 @@ def findings_document(findings: Findings) -> dict[str, Any]:
             for a in findings.attempts
         ],
         "accepted": findings.accepted,
+        "unauthorized": next((a.unauthorized for a in findings.attempts if a.unauthorized), None),
         "violations": report.get("violations", {}),
         "violations_by_tool": report.get("violations_by_tool", {}),
         "examples": report.get("examples", {}),

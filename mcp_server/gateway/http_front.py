@@ -21,7 +21,8 @@ import logging
 import signal
 import socket
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +32,28 @@ from ..core.replies import error_reply
 from ..core.session import Session
 from ..core.settings import SetupError
 from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, Frame, Message, Reply, RequestId
+from ..execution.access import METADATA_PATH, FrontAuth, Refusal, UpstreamResource
 from ..execution.peer import PeerChannel
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..registry.versions import SUBSCRIPTION_ID_META
 from ..transport.connection import Connection
-from ..transport.http import PostAccepts, Send, accepts_event_stream, refuse, serve_http, text_route
+from ..transport.http import (
+    PostAccepts,
+    Receive,
+    Scope,
+    Send,
+    accepts_event_stream,
+    refuse,
+    respond,
+    serve_http,
+    text_route,
+)
+from ..transport.http_client import FORWARDED_AUTHORIZATION
 from ..transport.streamable import MAX_HELD_STREAM_BYTES, HttpOptions, Route, Stream, StreamableHttp
 from .reports import final_report, publish
 from .session import Checks, GatewaySession
 
-__all__ = ["GatewayConversations", "run_gateway_http"]
+__all__ = ["FrontAccess", "GatewayConversations", "run_gateway_http"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -48,6 +61,30 @@ log = logging.getLogger("mcp_server.gateway")
 # stream holds for its client, the oldest go (and the drop is logged).
 _BACKLOG = 10_000
 _renames = itertools.count(1)
+_UPSTREAM_REFUSALS = {
+    member.mcp_code: member for member in (CanonicalError.UPSTREAM_UNAUTHORIZED, CanonicalError.UPSTREAM_FORBIDDEN)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FrontAccess:
+    """Who may use the front (issue 31): its own check of tokens (``auth``), or the upstream's, the
+    client authenticating to it through the gateway (``passthrough``); neither: anyone on loopback."""
+
+    auth: FrontAuth | None = None
+    passthrough: UpstreamResource | None = None
+
+
+def _called_tool(raw: bytes) -> str | None:
+    """The tool a ``tools/call`` frame names (``None`` for anything else or anything unreadable)."""
+    try:
+        document = jsonio.loads(raw)
+    except jsonio.JSONSyntaxError:
+        return None
+    if not isinstance(document, dict) or document.get("method") != "tools/call":
+        return None
+    name = (document.get("params") or {}).get("name") if isinstance(document.get("params"), dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _with_id(reply: Reply, document: Any, request_id: RequestId) -> Reply:
@@ -76,8 +113,17 @@ class HttpSession:
 
     ordered = False  # HTTP promises no order across POSTs; an approval is asked beside its call
 
-    def __init__(self, checks: Checks, upstream: Connection, *, stateless: bool, stopping: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        checks: Checks,
+        upstream: Connection,
+        *,
+        stateless: bool,
+        stopping: Callable[[], bool],
+        access: FrontAccess | None = None,
+    ) -> None:
         self.stateless = stateless
+        self.access = access or FrontAccess()
         self._stopping = stopping
         self.waiting: dict[RequestId, Stream] = {}  # wire id → the POST that waits for its reply
         self._opened: dict[RequestId, Stream] = {}  # streams a POST in progress has not taken yet
@@ -120,6 +166,11 @@ class HttpSession:
 
     async def post(self, frame: Frame, accepts: PostAccepts) -> Reply | Stream | None:
         """A client frame through the gateway session: its answer, or the stream its reply comes on."""
+        if self.access.passthrough is not None:  # what this request makes the gateway send carries it
+            FORWARDED_AUTHORIZATION.set((frame.headers or {}).get("authorization"))
+        refused = await self._scope_refusal(frame)
+        if refused is not None:
+            return refused
         original = wire = token = None
         if self.stateless:
             frame, original, wire, token = self._unique_id(frame)
@@ -146,6 +197,21 @@ class HttpSession:
         if relayed.method == "initialize":  # its reply decides whether this is a session: wait for it
             await self.gateway.readiness.initialized()
         return stream
+
+    async def _scope_refusal(self, frame: Frame) -> Reply | None:
+        """A ``tools/call`` whose token lacks a scope the tool needs: 403 with the scopes to ask for
+        (MCP authorization, "Scope Challenge Handling"), before anything is relayed."""
+        auth = self.access.auth
+        if auth is None or not auth.tool_scopes or frame.headers is None:
+            return None
+        tool = _called_tool(frame.raw)
+        admitted = await auth.admit(frame.headers) if tool is not None else None
+        refusal = admitted if isinstance(admitted, Refusal) or admitted is None else auth.scope_refusal(admitted, tool)
+        if refusal is None:
+            return None
+        reply = error_reply(refusal.rejection)
+        reply.headers = refusal.headers
+        return reply
 
     def _unique_id(self, frame: Frame) -> tuple[Frame, RequestId | None, RequestId | None, Any]:
         """Stateless: a request whose id (or progress token) another client's request holds, upstream
@@ -249,8 +315,25 @@ class HttpSession:
         original = self._forget(message.id, stream)
         if original is not None:
             reply = _with_id(reply, message.document if message.kind is not ERROR_RESPONSE else None, original)
+        if message.kind is ERROR_RESPONSE and self.access.passthrough is not None:
+            reply = self._challenged(reply)
         stream.put(reply, last=True)
         return True
+
+    def _challenged(self, reply: Reply) -> Reply:
+        """Passthrough: the upstream's refusal of the client's credentials goes back as its status and
+        its ``WWW-Authenticate``, pointing to the gateway's resource metadata (issue 31)."""
+        assert self.access.passthrough is not None
+        document = reply.document if isinstance(reply.document, dict) else jsonio.loads(reply.to_bytes())
+        error = document.get("error") if isinstance(document, dict) else None
+        code = error.get("code") if isinstance(error, dict) else None
+        member = _UPSTREAM_REFUSALS.get(code) if isinstance(code, int) else None
+        if member is None or not isinstance(error, dict):
+            return reply
+        data = error.get("data")
+        challenge = str(data.get("challenge") or "Bearer") if isinstance(data, dict) else "Bearer"
+        header = self.access.passthrough.rewrite(challenge).encode()
+        return Reply(document=document, error=member, version=reply.version, headers=((b"www-authenticate", header),))
 
     def _forget(self, request_id: RequestId, stream: Stream) -> RequestId | None:
         """A POST's request is answered or ended: its progress tokens go; returns the client's own id
@@ -418,9 +501,12 @@ class GatewayConversations:
 
     streams = True
 
-    def __init__(self, new_upstream: Callable[[], Connection], checks: Checks) -> None:
+    def __init__(
+        self, new_upstream: Callable[[], Connection], checks: Checks, access: FrontAccess | None = None
+    ) -> None:
         self.new_upstream = new_upstream
         self.checks = checks
+        self.access = access or FrontAccess()
         self.stopping = False
         self._stateless: HttpSession | None = None
         self._starting = asyncio.Lock()
@@ -429,7 +515,9 @@ class GatewayConversations:
         return _Opening(self, admit)
 
     async def start(self, *, stateless: bool) -> HttpSession:
-        session = HttpSession(self.checks, self.new_upstream(), stateless=stateless, stopping=lambda: self.stopping)
+        session = HttpSession(
+            self.checks, self.new_upstream(), stateless=stateless, stopping=lambda: self.stopping, access=self.access
+        )
         await session.start()
         return session
 
@@ -445,6 +533,21 @@ class GatewayConversations:
             await self._stateless.close()
 
 
+def _upstream_metadata(passthrough: UpstreamResource, refused: Callable[..., Any]) -> Callable[..., Any]:
+    """Passthrough: the gateway's protected resource metadata, the upstream's authorization servers."""
+
+    async def route(scope: Scope, receive: Receive, send: Send, headers: Mapping[str, str]) -> None:
+        document = await passthrough.metadata() if scope["method"] == "GET" else None
+        if document is not None:
+            await respond(send, 200, document, b"application/json")
+        elif scope["method"] == "GET":
+            await refused(send, Rejection(CanonicalError.ROUTE_NOT_FOUND), ())
+        else:
+            await refused(send, Rejection(CanonicalError.HTTP_METHOD_NOT_ALLOWED), ((b"allow", b"GET"),))
+
+    return route
+
+
 async def run_gateway_http(
     new_upstream: Callable[[], Connection],
     checks: Checks,
@@ -452,9 +555,11 @@ async def run_gateway_http(
     listener: socket.socket,
     runs_dir: Path,
     on_ready: Callable[[], None],
+    access: FrontAccess | None = None,
 ) -> int:
     """Serve the HTTP front until SIGINT/SIGTERM; one report for every session (SIGUSR1 writes it),
-    ``GET /health``, and ``/metrics`` beside the MCP path when there is a log to count from."""
+    ``GET /health``, and ``/metrics`` beside the MCP path when there is a log to count from; with
+    ``access``, the front's protected resource metadata and its guard."""
     report, events = checks.report, checks.events
     told = None if events is None else events.http_refusal
 
@@ -467,8 +572,15 @@ async def run_gateway_http(
         metrics = Metrics(checks.registry)
         events.count_with(metrics.count)
         routes["/metrics"] = text_route(metrics.render, CONTENT_TYPE.encode(), refused)
-    conversations = GatewayConversations(new_upstream, checks)
-    app = StreamableHttp(conversations, options, refused, routes)
+    access = access or FrontAccess()
+    guard = None
+    if access.auth is not None:
+        routes[METADATA_PATH] = text_route(access.auth.metadata, b"application/json", refused)
+        guard = access.auth.guard()
+    elif access.passthrough is not None:
+        routes[METADATA_PATH] = _upstream_metadata(access.passthrough, refused)
+    conversations = GatewayConversations(new_upstream, checks, access)
+    app = StreamableHttp(conversations, options, refused, routes, guard)
 
     async def stop() -> None:
         conversations.stopping = True

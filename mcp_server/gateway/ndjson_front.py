@@ -1,8 +1,8 @@
 """The gateway's NDJSON fronts: one client on STDIO, or one per Unix socket connection, each with an
 upstream of its own, in one gateway session.
 
-The client's frames are handled in the order it sent them, and the gateway's own answers never go
-ahead of the upstream's replies to earlier requests. No request is left unanswered: when the
+The client's frames are handled in the order it sent them, and every answer is written as soon as it
+exists (none waits behind another request's). No request is left unanswered: when the
 upstream ends first, every request still pending gets ``UPSTREAM_UNAVAILABLE`` and the gateway exits
 non-zero; when the client ends its input, the upstream has the grace period to answer what is
 pending, the rest is cancelled upstream, and the upstream is stopped and reaped.
@@ -15,7 +15,6 @@ import contextlib
 import logging
 import signal
 import socket
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,10 +36,11 @@ log = logging.getLogger("mcp_server.gateway")
 
 
 class NdjsonClient:
-    """The client's side of an NDJSON session: the replies a client reads in request order.
+    """The client's side of an NDJSON session: every answer written as soon as it exists.
 
-    An answer the gateway makes itself waits until the upstream's replies to that client's earlier
-    requests are delivered; what the upstream sends passes at once, in the upstream's own order.
+    Whether the gateway made it or the upstream sent it, an answer never waits behind another
+    request's (JSON-RPC matches replies by id); what must come in order is kept so where it is made
+    (a call waits for the list that checks it: ``Readiness``).
     """
 
     ordered = True
@@ -48,7 +48,6 @@ class NdjsonClient:
     def __init__(self, checks: Checks, upstream: Connection, connection: NdjsonConnection) -> None:
         self.connection = connection
         self._frames = connection.frames()
-        self._held: deque[tuple[frozenset[RequestId], bytes]] = deque()
         self.gateway = GatewaySession(checks, upstream, lambda _: self, transport=connection.name)
         self.session: Session = self.gateway.session
         self.ended = False
@@ -63,30 +62,8 @@ class NdjsonClient:
         return PeerChannel(self.connection.send, self.pump)  # the client's answer is read meanwhile
 
     async def passed(self, reply: Reply, message: Message | None) -> None:
-        """A frame of the upstream's (or an answer in its place): written now, then what it held back."""
+        """A frame of the upstream's (or an answer in its place): written now."""
         await self.connection.send(reply.to_bytes())
-        if self._held:
-            await self.flush()
-
-    async def answer(self, reply: Reply) -> None:
-        """One of the gateway's own answers: held behind the client's requests pending upstream (the
-        gateway's own requests excepted)."""
-        own = self.gateway.own
-        earlier = frozenset(
-            request_id for _, request_id, _ in self.session.waiting(CLIENT_TO_SERVER) if not own.owns(request_id)
-        )
-        if earlier or self._held:
-            self._held.append((earlier, reply.to_bytes()))
-        else:
-            await self.connection.send(reply.to_bytes())
-
-    async def flush(self, *, everything: bool = False) -> None:
-        """Write the held answers whose earlier requests are settled (all of them: ``everything``)."""
-        session = self.session
-        while self._held and (
-            everything or not any(session.peek(CLIENT_TO_SERVER, key) is not None for key in self._held[0][0])
-        ):
-            await self.connection.send(self._held.popleft()[1])
 
     async def pump(self) -> bool:
         """Read and handle one more client frame; ``False`` at end of input."""
@@ -97,9 +74,7 @@ class NdjsonClient:
         raw, size = line
         handled = await self.gateway.from_client(Frame(raw, self.connection.name, self.session, size))
         if handled.reply is not None:
-            await self.answer(handled.reply)
-        if self._held:
-            await self.flush()  # a cancellation settles a request an answer may wait behind
+            await self.connection.send(handled.reply.to_bytes())
         return True
 
     async def _from_client(self) -> None:
@@ -123,8 +98,6 @@ class NdjsonClient:
             await gateway.settle_all("client_closed", upstream_alive=not upstream_task.done())
         else:
             await gateway.settle_all("gateway_stopped", upstream_alive=not upstream_task.done())
-        with contextlib.suppress(ConnectionError, OSError):
-            await self.flush(everything=True)
         closing: asyncio.Future[int | None] | None = None
         if client_task.done() and not upstream_task.done() and not stopping.done():
             # The client has said all it will (it closed its input). The upstream gets the same end of
@@ -179,8 +152,8 @@ async def run_stdio(
                     stopping.cancel()
                     room.cancel()
 
-        max_frame = checks.max_frame_bytes
-        client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=max_frame)
+        held = checks.config.held_bytes(CLIENT_TO_SERVER)
+        client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=held)
         try:
             return await NdjsonClient(checks, upstream, client).run(stop)
         finally:
@@ -207,7 +180,8 @@ async def run_socket(
                 writer.write(data)
                 await writer.drain()
 
-            client = NdjsonConnection(chunks_of(reader), write, name="socket", max_frame_bytes=checks.max_frame_bytes)
+            held = checks.config.held_bytes(CLIENT_TO_SERVER)
+            client = NdjsonConnection(chunks_of(reader), write, name="socket", max_frame_bytes=held)
             try:
                 await NdjsonClient(checks, new_upstream(), client).run(stop)
             except SetupError as exc:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..execution.policy import Policy
+from ..execution.redaction import Redactor
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport, render_table
 from .config import GatewayConfig
@@ -15,14 +15,10 @@ from .config import GatewayConfig
 __all__ = ["final_report", "new_report", "publish"]
 
 
-def new_report(
-    upstream: str, config: GatewayConfig, policy: Policy | None, events: EventLog | None
-) -> ConformanceReport:
-    """A gateway run's conformance report, redacted as the policy says (the built-in patterns without
-    one); with ``events``, each violation is an event of the run's log too."""
-    return ConformanceReport(
-        upstream=upstream, mode=config.mode.value, redactor=None if policy is None else policy.redactor, events=events
-    )
+def new_report(upstream: str, config: GatewayConfig, redactor: Redactor, events: EventLog | None) -> ConformanceReport:
+    """A gateway run's conformance report, redacted by ``redactor`` (the policy's, and the upstream's
+    command line's secrets); with ``events``, each violation is an event of the run's log too."""
+    return ConformanceReport(upstream=upstream, mode=config.mode.value, redactor=redactor, events=events)
 
 
 def final_report(report: ConformanceReport, runs_dir: Path) -> Callable[[], None]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
@@ -22,6 +22,7 @@ from ..chain.policy_check import PolicyCheck
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
+from ..core.settings import DEFAULT_MAX_SERVER_FRAME_BYTES
 from ..core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
@@ -48,7 +49,7 @@ from ..registry.tools import UpstreamTools
 from ..registry.versions import stated_version
 from ..transport.connection import Connection
 from ..transport.http import accepts_event_stream
-from .config import GatewayConfig
+from .config import GatewayConfig, Mode
 from .deadlines import Deadlines
 from .ending import end_pending, expire
 from .readiness import Readiness
@@ -61,7 +62,8 @@ log = logging.getLogger("mcp_server.gateway")
 
 
 class Checks(NamedTuple):
-    """What every session of one gateway run shares: the schemas, the rules, the report, the limit."""
+    """What every session of one gateway run shares: the schemas, the rules, the report, the limits
+    (``max_frame_bytes``: what the client sends)."""
 
     registry: SchemaRegistry
     config: GatewayConfig
@@ -74,6 +76,7 @@ class Checks(NamedTuple):
     tracer: Tracer = Tracer()  # W3C trace context across; OpenTelemetry's export when on
     grants: GrantSigner | None = None  # signs a stateless held call's approval (any replica verifies)
     single_use: SingleUse | None = None  # where an approval is spent across replicas (``MCP_REDIS_URL``)
+    max_server_frame_bytes: int = DEFAULT_MAX_SERVER_FRAME_BYTES  # the limit of what the upstream sends
 
 
 class Handled(NamedTuple):
@@ -132,14 +135,16 @@ def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bo
 
 def _chains(checks: Checks, tools: UpstreamTools) -> tuple[Chain, Chain]:
     """The client→server and server→client chains of one session (the policy in both)."""
-    registry, policy, limit = checks.registry, checks.policy, checks.max_frame_bytes
+    registry, policy = checks.registry, checks.policy
     inbound = outbound = None
     if policy is not None:
         inbound = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, checks))
         outbound = PolicyCheck(policy, SERVER_TO_CLIENT)
     return (
-        build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=limit, policy=inbound),
-        build_chain(registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=limit, policy=outbound),
+        build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=checks.max_frame_bytes, policy=inbound),
+        build_chain(
+            registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=checks.max_server_frame_bytes, policy=outbound
+        ),
     )
 
 
@@ -159,6 +164,40 @@ def _relayed(frame: Frame, message: Message | None) -> Reply:
         error = message.document.get("error")
         code = error.get("code") if isinstance(error, dict) else None
     return Reply(raw=frame.raw, version=message.version, code=code if isinstance(code, int) else None)
+
+
+def _unmatched(verdict: Message | Rejection, request_id: RequestId, session: Session) -> bool:
+    """A frame on the HTTP response of the request ``request_id`` (still waiting) that is a reply but
+    not one to any request known: no id, a wrong id, or no JSON-RPC at all."""
+    if session.peek(CLIENT_TO_SERVER, request_id) is None:
+        return False
+    message = verdict if isinstance(verdict, Message) else verdict.message
+    if message is not None and (message.kind is REQUEST or message.kind is NOTIFICATION):
+        return False
+    if isinstance(verdict, Message):
+        return message is not None and message.id is None
+    return message is None or message.id is None or verdict.error is CanonicalError.UNKNOWN_RESPONSE_ID
+
+
+def _reply_document(frame: Frame) -> dict[str, Any] | None:
+    """The frame as a JSON-RPC reply object (a result or an error), when it is one."""
+    if frame.size is not None:
+        return None
+    try:
+        document = jsonio.loads(frame.raw)
+    except jsonio.JSONSyntaxError:
+        return None
+    if type(document) is not dict or ("result" not in document and "error" not in document):
+        return None
+    return document
+
+
+def _renumbered(document: Mapping[str, Any], request_id: RequestId, version: str | None) -> Reply:
+    """An upstream's reply under the id of the request it answers."""
+    error = document.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    renumbered = {**document, "jsonrpc": "2.0", "id": request_id}
+    return Reply(document=renumbered, version=version, code=code if type(code) is int else None)
 
 
 class GatewaySession:
@@ -219,6 +258,8 @@ class GatewaySession:
             if mixed is None:
                 return await self._client_frame(frame, verdict, began)
             verdict = mixed
+        elif self.lock is not None and verdict.error is CanonicalError.TOOL_NOT_FOUND and verdict.message is not None:
+            verdict = self.verdicts.locked_out(verdict.message) or verdict  # the lock's refusal says more
         return await self._client_refused(frame, verdict, began)
 
     async def _client_frame(self, frame: Frame, message: Message, began: float) -> Handled:
@@ -292,7 +333,7 @@ class GatewaySession:
             if not self._answers_gateway(stands_for):
                 await self._to_upstream(reply.to_bytes(), stands_for)
         elif action is Action.ENFORCED:
-            reply = render_rejection(rejection, self.checks.registry)
+            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
             handled = Handled(reply)
         if self.events is not None:
             self._log_refused(frame, rejection, action, reply, began, span)
@@ -327,13 +368,9 @@ class GatewaySession:
                 return Handled(admitted)
             (frame, message), held = admitted, False
         assert message.id is not None and message.method is not None  # (a relayed frame's message too)
-        stated = message.version if session.version is None else None  # a stateless request's own
-        session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
+        session.follow(CLIENT_TO_SERVER, message)
         if message.method == "initialize":
             self.readiness.initialize = message.id  # what the client sends next waits for its reply
-        elif message.tool is not None and message.method == "tools/call" and self.tools.io(message.tool) is None:
-            # Not in the upstream's whole list: the upstream is the authority on its tools and answers it.
-            self.verdicts.violation("tool_not_listed", frame, message, action="forwarded")
         self.client.relaying(frame, message)
         if held:
             if not self.client.ordered:  # over HTTP the POST's stream carries the question
@@ -494,15 +531,18 @@ class GatewaySession:
 
     async def pump_upstream(self) -> None:
         """Every frame the upstream sends, through the chain, until it ends."""
-        async for raw, size in self.upstream.frames():
-            await self.from_upstream(raw, size)
+        async for received in self.upstream.frames():
+            await self.from_upstream(*received)
 
-    async def from_upstream(self, raw: bytes, size: int | None) -> None:
+    async def from_upstream(self, raw: bytes, size: int | None, carried_by: RequestId | None = None) -> None:
+        """One upstream frame (``carried_by``: the request whose HTTP response carried it)."""
         began = 0.0 if self.events is None else perf_counter()
         frame = Frame(raw, "upstream", self.session, size, SERVER_TO_CLIENT)
         verdict = _check(self.outbound, frame)
         try:
-            if isinstance(verdict, Message):
+            if carried_by is not None and _unmatched(verdict, carried_by, self.session):
+                await self._attributed(frame, verdict, carried_by, began)
+            elif isinstance(verdict, Message):
                 await self._upstream_frame(frame, verdict, began)
             else:
                 await self._upstream_refused(frame, verdict, began)
@@ -538,11 +578,52 @@ class GatewaySession:
                     self._answered(stands_for.id, "answered", error=True)
                 await self.client.passed(reply, stands_for)
         elif action is Action.ENFORCED:  # an invalid request of the upstream's own: it is answered
-            reply = render_rejection(rejection, self.checks.registry)
+            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
             if reply is not None:
                 await self._to_upstream(reply.to_bytes(), None)
         if self.events is not None:
             self._log_refused(frame, rejection, action, reply, began)
+
+    async def _attributed(
+        self, frame: Frame, verdict: Message | Rejection, request_id: RequestId, began: float
+    ) -> None:
+        """A reply on the HTTP response of the request ``request_id`` whose own id is missing or
+        wrong: that request's answer (ADR 25). A valid reply without an id goes on with the request's;
+        a refused one is reported, and the client gets ``UPSTREAM_INVALID_REPLY`` with the upstream's
+        code and message (enforce) or the upstream's error under its request's id (observe)."""
+        pending = self.session.settle(CLIENT_TO_SERVER, request_id)
+        assert pending is not None
+        version = self.session.version or pending.version
+        stands_for = Message(ERROR_RESPONSE, request_id, pending.method, version=version, tool=pending.tool)
+        self.checks.report.frame(SERVER_TO_CLIENT, pending.method, ERROR_RESPONSE, self.session)
+        self.deadlines.stop(request_id)
+        if self.spans:
+            self._answered(request_id, "answered", error=True)
+        document = _reply_document(frame)
+        if isinstance(verdict, Message):
+            assert document is not None  # a valid reply, its id left out (2025-11-25 allows it)
+            await self.client.passed(_renumbered(document, request_id, version), stands_for)
+            if self.events is not None:
+                self.events.frame(frame, stands_for, None, began, "relay")
+            return
+        error = document.get("error") if document is not None else None
+        said = {key: error[key] for key in ("code", "message") if key in error} if isinstance(error, dict) else {}
+        observed = (
+            document is not None and self.verdicts.config.mode_for(SERVER_TO_CLIENT, pending.tool) is Mode.OBSERVE
+        )
+        action = Action.OBSERVED if observed else Action.ANSWERED
+        self.verdicts.violation(verdict.error.slug, frame, stands_for, verdict.errors, action.value)
+        if observed:
+            assert document is not None
+            reply = _renumbered(document, request_id, version)
+        else:
+            invalid = Rejection(
+                CanonicalError.UPSTREAM_INVALID_REPLY, verdict.errors, extra={**said, "rule": verdict.error.slug}
+            )
+            reply = stand_in_answer(self.checks.registry, invalid, request_id, pending.method, version)
+        await self.client.passed(reply, stands_for)
+        if self.events is not None:
+            self._log_refused(frame, verdict, action, None, began)
 
     def _claimed(self, message: Message) -> bool:
         """The upstream's reply to a request of the gateway's own (``own``): delivered to it."""
@@ -557,8 +638,7 @@ class GatewaySession:
             return
         if message.kind is REQUEST:
             if message.method is not None:
-                stated = message.version if self.session.version is None else None
-                self.session.expect(SERVER_TO_CLIENT, message.id, message.method, None, stated)
+                self.session.follow(SERVER_TO_CLIENT, message)
         elif message.kind is not NOTIFICATION:
             self.deadlines.stop(message.id)
             if self.spans:

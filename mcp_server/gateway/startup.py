@@ -11,22 +11,28 @@ import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
-from ..execution.boundary import load_boundary
+from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT
+from ..execution.access import AccessCheck, load_access
+from ..execution.boundary import Boundary, load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import Redactor
 from ..execution.single_use import REDIS_URL_VARIABLE, single_use_from
 from ..observe.events import EventLog
 from ..observe.tracing import Tracer
+from ..registry.credentials import UpstreamHeaders, expand, upstream_headers
 from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
-from .aggregate import AggregateOptions, ServerSpec, aggregate_name, aggregated, read_servers, start
+from .aggregate import Fleet
 from .config import GatewayConfig
+
+if TYPE_CHECKING:
+    from ..execution.upstream_login import UpstreamLogin
 from .reports import new_report
 from .session import Checks
 
@@ -74,6 +80,12 @@ class Gateway:
     upstream_name: str  # redacted: for the ready line
     redactor: Redactor
     processes: bool = True  # each session's upstream is a process of its own (a command, not a URL)
+    # Issue 31: the gateway's login to an HTTP upstream (``None``: none configured or possible), and
+    # the HTTP front's own check of tokens (made once its resource URL is known) or passthrough.
+    login: UpstreamLogin | None = None
+    upstream_url: str | None = None
+    front_check: Callable[[str], AccessCheck] | None = None
+    passthrough: bool = False
 
 
 def prepare(
@@ -91,89 +103,210 @@ def prepare(
     lock_server: str | None = None,
     tracer: Tracer | None = None,
     bridge: str | None = None,
+    headers: Sequence[str] = (),
+    auth: str | None = None,
+    interactive: bool = False,
+    limits: tuple[int | None, int | None] = (None, None),
     servers_path: Path | None = None,
 ) -> Gateway:
+    """A gateway run from the command line's values (``limits``: ``--max-frame-bytes`` and
+    ``--max-server-frame-bytes``, ``None`` when not given), the environment and the files.
+    ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``).
+    ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
-    config = GatewayConfig.load(config_path, registry, mode=mode)
-    limit = settings.max_frame_bytes
-    boundary = load_boundary(environ, registry, max_frame_bytes=limit, policy_path=policy_path, catalogue=False)
-    redactor = boundary.policy.redactor
-    if upstream_url:
-        reason = boundary.policy.outbound_denial(upstream_url, "POST")
-        if reason is not None:
-            raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
-    fleet = _fleet(config, servers_path, bool(upstream_url or command), bridge)
-    new_upstream = _upstreams(upstream_url, command, limit, config.grace_seconds, redactor)
-    # A bad URL or a missing command is refused here, before any front starts.
-    name = new_upstream().name if fleet is None else aggregate_name(fleet[0])
-    policy = boundary.stage_policy
-    report = new_report(name, config, policy, events)
-    lock, lock_server = _lockfile(lock_path or config.lock, lock_server or config.lock_server, registry)
-    grants = _grants(policy, environ)
-    single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
-    checks = Checks(
-        registry, config, report, limit, policy, events, lock, lock_server, tracer or Tracer(), grants, single_use
+    flags = dict(lock=lock_path, lock_server=lock_server, max_frame_bytes=limits[0], max_server_frame_bytes=limits[1])
+    config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
+    fleet = _fleet(config, servers_path, bool(upstream_url or command), bridge, environ)
+    boundary = _boundary(config, registry, environ, policy_path, upstream_url)
+    front_check, passthrough = _front(auth, upstream_url)
+    credentials = _credentials(upstream_url, headers, config, environ)
+    login = _login(upstream_url, config, credentials, environ, registry, interactive=interactive, off=passthrough)
+    # The upstream as it may be shown (ready line, report, page): the secrets its command line gives
+    # (`--token X`) and the configured credentials are hidden there, and wherever else they appear.
+    name, hidden = boundary.policy.redactor.redact_command(command or [upstream_url or ""])
+    redactor = boundary.policy.redactor.with_literals((*hidden, *_secrets(credentials, login, fleet)))
+    held = config.held_bytes(SERVER_TO_CLIENT)
+    new_upstream = _upstreams(
+        upstream_url, command, held, config.grace_seconds, redactor, credentials, login, forward=passthrough
     )
-    if fleet is not None:  # each server held to its own lockfile entry, not the client's side
-        checks = checks._replace(lock=None, lock_server=None)
-        new_upstream = _aggregated(fleet, checks, lock, redactor)
-    if bridge is not None:
-        from .bridge import bridged
-
-        new_upstream = bridged(new_upstream, checks, bridge)
+    if fleet is None:
+        new_upstream()  # a bad URL or a missing command is refused here, before any front starts
+    name = redactor.redact_text(name if fleet is None else fleet.name)[0]
+    checks = _checks(registry, config, name, boundary.stage_policy, redactor, events, environ, tracer)
+    new_upstream, checks = _wrapped(new_upstream, checks, bridge, fleet, redactor)
     return Gateway(
         settings=settings,
         checks=checks,
         new_upstream=new_upstream,
-        upstream_name=redactor.redact_text(name)[0],
+        upstream_name=name,
         redactor=redactor,
         processes=not upstream_url,
+        login=login,
+        upstream_url=upstream_url,
+        front_check=front_check,
+        passthrough=passthrough,
     )
 
 
-def _lockfile(
-    lock_path: Path | None, lock_server: str | None, registry: SchemaRegistry
-) -> tuple[Lockfile | None, str | None]:
-    """The tool lockfile the run holds its upstream to, checked against its server key."""
+def _checks(
+    registry: SchemaRegistry,
+    config: GatewayConfig,
+    name: str,
+    policy: Policy | None,
+    redactor: Redactor,
+    events: EventLog | None,
+    environ: Mapping[str, str],
+    tracer: Tracer | None,
+) -> Checks:
+    """What every session of the run shares: the report, the lockfile, the approvals' signer and store."""
+    report = new_report(name, config, redactor, events)
+    lock = _lockfile(config, registry)
+    grants = _grants(policy, environ)
+    single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
+    limit, lock_server, tracer = config.max_frame_bytes, config.lock_server, tracer or Tracer()
+    return Checks(
+        registry,
+        config,
+        report,
+        limit,
+        policy,
+        events,
+        lock,
+        lock_server,
+        tracer,
+        grants,
+        single_use,
+        config.max_server_frame_bytes,
+    )
+
+
+def _boundary(
+    config: GatewayConfig,
+    registry: SchemaRegistry,
+    environ: Mapping[str, str],
+    policy_path: Path | None,
+    upstream_url: str | None,
+) -> Boundary:
+    """The run's policy (no tool catalogue: the tools are the upstream's), its sizes held to the
+    limits of their directions; an ``--upstream`` the policy refuses is a ``SetupError``."""
+    boundary = load_boundary(
+        environ,
+        registry,
+        max_frame_bytes=config.max_frame_bytes,
+        max_server_frame_bytes=config.max_server_frame_bytes,
+        policy_path=policy_path,
+        catalogue=False,
+    )
+    if upstream_url:
+        reason = boundary.policy.outbound_denial(upstream_url, "POST")
+        if reason is not None:
+            raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
+    return boundary
+
+
+def _lockfile(config: GatewayConfig, registry: SchemaRegistry) -> Lockfile | None:
+    """The tool lockfile the run holds its upstream to (``--lock``, or the configuration's), checked
+    against its server key."""
+    lock_path, lock_server = config.lock, config.lock_server
     lock = None if lock_path is None else Lockfile.load(lock_path, registry)
     if lock is None and lock_server is not None:
         raise SetupError("--lock-server names an entry of a lockfile: give --lock FILE too")
     if lock is not None and lock_server is not None and lock_server not in lock.servers:
         held = ", ".join(lock.servers) or "none"
         raise SetupError(f"lockfile {lock_path}: no server {lock_server!r} (it holds {held})")
-    return lock, lock_server
+    return lock
+
+
+def _front(auth: str | None, upstream_url: str | None) -> tuple[Callable[[str], AccessCheck] | None, bool]:
+    """``--auth``: the HTTP front's own check of tokens, or passthrough to an HTTP upstream."""
+    if auth != "passthrough":
+        return (None if auth is None else load_access(auth)), False
+    if not upstream_url:
+        raise SetupError("--auth passthrough passes the client's credentials to an HTTP upstream: give --upstream URL")
+    return None, True
+
+
+def _wrapped(
+    new_upstream: Callable[[], Connection], checks: Checks, bridge: str | None, fleet: Fleet | None, redactor: Redactor
+) -> tuple[Callable[[], Connection], Checks]:
+    """How each session's upstream is made, behind the era bridge (``--bridge``), or an aggregate of
+    ``fleet`` (each server held to its own lockfile entry: the client's side to none)."""
+    if fleet is not None:
+        return fleet.upstreams(checks, lambda text: redactor.redact_text(text)[0]), checks._replace(
+            lock=None, lock_server=None
+        )
+    if bridge is not None:
+        from .bridge import bridged
+
+        return bridged(new_upstream, checks, bridge), checks
+    return new_upstream, checks
 
 
 def _fleet(
-    config: GatewayConfig, servers_path: Path | None, one_given: bool, bridge: str | None
-) -> tuple[list[ServerSpec], AggregateOptions] | None:
+    config: GatewayConfig, servers_path: Path | None, one_given: bool, bridge: str | None, environ: Mapping[str, str]
+) -> Fleet | None:
     """The servers of an aggregate (``--servers``, the configuration's ``servers``), or ``None``: one upstream."""
-    specs, options = read_servers(config, servers_path)
-    if not specs:
-        return None
-    if one_given:
+    fleet = Fleet.read(config, servers_path, environ)
+    if fleet is not None and one_given:
         raise SetupError("give servers (--servers FILE or the config's servers table) or one upstream, not both")
-    if bridge is not None:
+    if fleet is not None and bridge is not None:
         raise SetupError("--bridge is for one upstream: give a server that needs the bridge `bridge = VERSION`")
-    return specs, options
+    return fleet
 
 
-def _aggregated(
-    fleet: tuple[list[ServerSpec], AggregateOptions], checks: Checks, lock: Lockfile | None, redactor: Redactor
-) -> Callable[[], Connection]:
-    """Each session's upstream an aggregate, once start-up found every name it exposes usable; clients
-    of the stateless era are carried to it by the era bridge (an aggregate per client identity)."""
-    specs, options = fleet
+def _secrets(credentials: UpstreamHeaders, login: UpstreamLogin | None, fleet: Fleet | None) -> tuple[str, ...]:
+    """What no output may show: the configured headers' values (an aggregate's servers' too), the
+    login's client secret."""
+    secret = None if login is None else login.settings.client_secret
+    return (*credentials.secrets, *([secret] if secret else []), *(() if fleet is None else fleet.secrets))
 
-    def redact(text: str) -> str:
-        return redactor.redact_text(text)[0]
 
-    known = start(specs, options, checks, lock, redact)
-    from .bridge import bridged
+def _credentials(
+    url: str | None, given: Sequence[str], config: GatewayConfig, environ: Mapping[str, str]
+) -> UpstreamHeaders:
+    """The upstream's headers (``--header``, the configuration's), values read now (issue 31)."""
+    if not url:
+        if given or config.headers:
+            raise SetupError("--header and the configuration's headers are for an HTTP upstream (--upstream URL)")
+        return UpstreamHeaders({})
+    return upstream_headers(given, config.headers, environ, base=config.folder)
 
-    return bridged(aggregated(specs, options, checks, lock, redact, known), checks, checks.registry.latest_handshake)
+
+def _login(
+    url: str | None,
+    config: GatewayConfig,
+    credentials: UpstreamHeaders,
+    environ: Mapping[str, str],
+    registry: SchemaRegistry,
+    *,
+    interactive: bool,
+    off: bool,
+) -> UpstreamLogin | None:
+    """The gateway's login to an HTTP upstream that asks for OAuth: unless an ``Authorization`` is
+    configured, the client's is passed through, the configuration turns it off, or the SDK (the
+    ``oauth`` extra) is not installed (then a 401 is only reported)."""
+    oauth = config.oauth
+    if not url or off or credentials.authorization or oauth.get("enabled") is False:
+        return None
+    try:
+        from ..execution.upstream_login import LoginSettings, UpstreamLogin, token_path
+    except ImportError:
+        return None
+    secret = oauth.get("client_secret")
+    settings = LoginSettings(
+        url=url,
+        token_file=token_path(url, environ),
+        client_id=oauth.get("client_id"),
+        client_secret=None if secret is None else expand("oauth.client_secret", secret, environ, config.folder),
+        scope=oauth.get("scope"),
+        redirect_port=int(oauth.get("redirect_port", 0)),
+        interactive=interactive,
+        wait_seconds=float(oauth.get("wait_seconds", 300.0)),
+        version=registry.latest_handshake,
+    )
+    return UpstreamLogin(settings)
 
 
 def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | None:
@@ -190,15 +323,27 @@ def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | 
 
 
 def _upstreams(
-    url: str | None, command: Sequence[str], limit: int, grace_seconds: float, redactor: Redactor
+    url: str | None,
+    command: Sequence[str],
+    limit: int,
+    grace_seconds: float,
+    redactor: Redactor,
+    credentials: UpstreamHeaders,
+    login: UpstreamLogin | None,
+    *,
+    forward: bool,
 ) -> Callable[[], Connection]:
-    """How each session's upstream is made: a Streamable HTTP client, or a child process of its own."""
+    """How each session's upstream is made: a Streamable HTTP client (its credentials, the run's
+    login, or the client's in passthrough), or a child process of its own."""
 
     def new_upstream() -> Connection:
         if url:
             from ..transport.http_client import HttpClient  # the HTTP client stack, only when used
 
-            return HttpClient(url, max_frame_bytes=limit)
+            headers = credentials.headers
+            return HttpClient(
+                url, max_frame_bytes=limit, headers=headers, authorizer=login, forward_authorization=forward
+            )
         from ..transport.child_process import ChildProcess
 
         return ChildProcess(
@@ -261,10 +406,13 @@ def run_http(
     *,
     max_sessions: int | None,
     idle_seconds: float,
+    resource: str | None = None,
 ) -> int:
-    """The Streamable HTTP front (the HTTP stack is imported only here)."""
+    """The Streamable HTTP front (the HTTP stack is imported only here); ``resource``: its public MCP
+    URL, what a token's audience names and the protected resource metadata describes."""
+    from ..execution.access import FrontAuth, UpstreamResource
     from ..transport.streamable import HttpOptions
-    from .http_front import run_gateway_http
+    from .http_front import FrontAccess, run_gateway_http
 
     settings = gateway.settings
     if max_sessions is None:
@@ -273,7 +421,7 @@ def run_http(
     if max_sessions <= 0 or idle_seconds <= 0:
         raise SetupError("--max-sessions and --idle-timeout must be positive")
     options = HttpOptions(
-        max_frame_bytes=settings.max_frame_bytes,
+        max_frame_bytes=gateway.checks.config.held_bytes(CLIENT_TO_SERVER),
         path=listen.path,
         allowed_hosts=settings.allowed_hosts,
         max_sessions=max_sessions,
@@ -281,5 +429,15 @@ def run_http(
         read_seconds=settings.http_read_seconds,
         versions=frozenset(gateway.checks.registry.versions),
     )
-    serving = run_gateway_http(gateway.new_upstream, gateway.checks, options, listener, settings.runs_dir, on_ready)
+    access = FrontAccess()
+    if resource is None:  # the URL listened on
+        host, port = listener.getsockname()[:2]
+        resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}{listen.path}"
+    if gateway.front_check is not None:
+        check, scopes = gateway.front_check(resource), gateway.checks.config.tool_scopes
+        access = FrontAccess(auth=FrontAuth(check=check, resource=resource, tool_scopes=scopes))
+    elif gateway.passthrough and gateway.upstream_url is not None:
+        access = FrontAccess(passthrough=UpstreamResource(gateway.upstream_url, resource))
+    checks, runs_dir = gateway.checks, settings.runs_dir
+    serving = run_gateway_http(gateway.new_upstream, checks, options, listener, runs_dir, on_ready, access)
     return asyncio.run(serving)

@@ -34,7 +34,7 @@ from ..registry.lockfile import REMOVED, RENAMED, LockCheck
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
 from ..registry.versions import stated_version
-from .config import GatewayConfig, Mode
+from .config import INVALID_TOOL_SCHEMA, TOOL_DEFINITION_CHANGED, GatewayConfig, Mode
 
 __all__ = ["POLLUTION", "Action", "Verdicts", "emit", "stand_in_answer", "standing_in"]
 
@@ -77,6 +77,8 @@ def standing_in(rejection: Rejection, direction: Direction) -> Rejection:
     tool's output, a reply the policy refused)."""
     if rejection.error is CanonicalError.INVALID_TOOL_OUTPUT or rejection.extra.get("policy_violation"):
         member = rejection.error
+    elif rejection.error is CanonicalError.PAYLOAD_TOO_LARGE:
+        member = CanonicalError.REPLY_TOO_LARGE
     elif direction is SERVER_TO_CLIENT:
         member = CanonicalError.UPSTREAM_INVALID_REPLY
     else:
@@ -134,7 +136,8 @@ class Verdicts:
         tool = None if message is None else message.tool
         observe = (
             self.config.mode_for(direction, tool) is Mode.OBSERVE
-            and error is not CanonicalError.PAYLOAD_TOO_LARGE
+            # a frame over its limit is relayed unchecked when it was held whole (RELAY_CEILING_BYTES)
+            and (error is not CanonicalError.PAYLOAD_TOO_LARGE or frame.size is None)
             and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
         )
         action = Action.OBSERVED if observe else Action.ENFORCED
@@ -175,6 +178,8 @@ class Verdicts:
         pending = frame.session.settle(frame.direction.opposite, message.id)
         if method is None and pending is not None:
             method, tool = pending.method, pending.tool
+        if version is None and pending is not None:
+            version = frame.session.version or pending.version
         answer = stand_in_answer(self.registry, standing_in(rejection, frame.direction), message.id, method, version)
         return Message(ERROR_RESPONSE, message.id, method, version=version, tool=tool), answer
 
@@ -192,8 +197,7 @@ class Verdicts:
         elif kind is RESPONSE and message.document is not None:
             result = message.document.get("result")
             if message.method == "initialize" and isinstance(result, Mapping):
-                version = result.get("protocolVersion")
-                session.negotiate(version if isinstance(version, str) else None)
+                session.follow(frame.direction, message)
                 self.report.negotiated(session, session.version)
                 if self.lock is not None:
                     info = result.get("serverInfo")
@@ -241,15 +245,15 @@ class Verdicts:
     def _learn_tools(self, frame: Frame, message: Message, result: Mapping[str, Any], tools: UpstreamTools) -> Frame:
         listed = list(result.get("tools", []))
         outcome = tools.learn(listed)
-        if self.config.rule_on("tool_definition_changed"):
+        if self.config.rule_on(TOOL_DEFINITION_CHANGED):
             for name, patch in outcome.changed:
-                self._tool_event("tool_definition_changed", frame, message, name, action="reported", patch=patch)
+                self._tool_event(TOOL_DEFINITION_CHANGED, frame, message, name, action="reported", patch=patch)
         hidden = set() if self.lock is None else self._locked(frame, message, result, listed, outcome.fingerprints)
-        if outcome.invalid and self.config.rule_on("invalid_tool_schema"):
+        if outcome.invalid and self.config.rule_on(INVALID_TOOL_SCHEMA):
             for name, why in outcome.invalid:
                 enforce = self.config.mode_for(frame.direction, name) is Mode.ENFORCE
                 action = "dropped" if enforce else "observed"
-                self._tool_event("invalid_tool_schema", frame, message, name, [{"path": "", "msg": why}], action)
+                self._tool_event(INVALID_TOOL_SCHEMA, frame, message, name, [{"path": "", "msg": why}], action)
                 if enforce:
                     hidden.add(name)
         if not hidden:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import Rejection
+from ..core.files import PRIVATE
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, Frame, Message, Reply
 from ..execution.redaction import Redactor
@@ -109,12 +110,12 @@ class EventLog:
     def set_redactor(self, redactor: Redactor) -> None:
         """The policy's redaction, applied to what an event carries of the traffic (error details)."""
         self._redactor = redactor
-        self._formatter.redact = redactor.redact
+        self._formatter.redact = redactor.redact_record
 
     def open(self) -> EventLog:
         """Create the run's file (as ``.partial`` until it is complete) and start the writer."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._partial.touch()
+        self._partial.touch(mode=PRIVATE)  # the log quotes the traffic: its owner's only
         config = {
             "partial": str(self._partial),
             "max_bytes": self.settings.max_bytes,
@@ -334,7 +335,7 @@ class EventLog:
                 rotation = Rotation(self._partial, self.settings.max_bytes, self.settings.keep_files)
                 self._fallback = FileWriter(rotation, EventFormatter(self.run_id, self.deterministic), self._stderr)
                 if self._redactor is not None:
-                    self._fallback.formatter.redact = self._redactor.redact
+                    self._fallback.formatter.redact = self._redactor.redact_record
         self._fallback.write(anchor, rows)
 
 

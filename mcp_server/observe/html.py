@@ -77,8 +77,8 @@ def _summed(table: Mapping[str, Mapping[str, int]]) -> Counter[str]:
 
 def render_html(document: Mapping[str, Any], digest: Mapping[str, Any] | None, *, redactor: Redactor) -> str:
     """The page for a report ``document`` and, when the run's events were read, its ``digest``."""
-    document = redactor.redact(dict(document))[0]
-    digest = None if digest is None else redactor.redact(dict(digest))[0]
+    document = redactor.redact_record(dict(document))[0]
+    digest = None if digest is None else redactor.redact_record(dict(digest))[0]
     source = document.get("upstream") or document.get("capture") or "(unknown)"
     kind = "gateway" if "upstream" in document else "check"
     parts = [

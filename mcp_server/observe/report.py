@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jsonio
-from ..core.files import write_atomic
+from ..core.files import PRIVATE, write_atomic
 from ..core.session import Session
 from ..core.types import ERROR_RESPONSE, RESPONSE, SERVER_TO_CLIENT, Direction, MessageKind, RequestId
 from ..execution.redaction import Redactor
@@ -34,6 +34,7 @@ __all__ = [
     "ConformanceReport",
     "ReportError",
     "add_report_arguments",
+    "head_of",
     "method_key",
     "nested",
     "party_of",
@@ -57,6 +58,34 @@ EXCERPT_CHARS = 400
 """An example's excerpt of the frame that broke the rule, at most."""
 UNANSWERED_LISTED = 100
 """Requests ended without an answer listed whole; the rest are counted by reason."""
+
+
+def head_of(value: Any, chars: int) -> Any:
+    """A copy of ``value`` holding about its first ``chars`` characters of JSON: strings shortened,
+    arrays and objects ended early. An excerpt of that length is the same; what it cannot show is
+    never copied, nor looked at again (a frame of a million small items costs no more than one)."""
+    return _head(value, chars)[0]
+
+
+def _head(value: Any, budget: int) -> tuple[Any, int]:
+    if isinstance(value, str):
+        return value[: max(budget, 0)], budget - len(value) - 2
+    if isinstance(value, Mapping):
+        shown: dict[Any, Any] = {}
+        for key, item in value.items():
+            if budget <= 0:
+                break
+            shown[key], budget = _head(item, budget - len(str(key)) - 4)
+        return shown, budget - 2
+    if isinstance(value, (list, tuple)):
+        items = []
+        for item in value:
+            if budget <= 0:
+                break
+            shown_item, budget = _head(item, budget - 1)
+            items.append(shown_item)
+        return items, budget - 2
+    return value, budget - 8
 
 
 def party_of(direction: Direction) -> str:
@@ -205,7 +234,7 @@ class ConformanceReport:
             event["excerpt"] = excerpt
         if patch is not None:
             event["patch"] = patch
-        event, applied = self.redactor.redact(event)
+        event, applied = self.redactor.redact_record(event)
         event["redaction_applied"] = applied
         if self.events is not None:
             self._emit(event, applied)
@@ -213,7 +242,8 @@ class ConformanceReport:
         if len(examples) < EXAMPLES_PER_RULE:
             example = event
             if document is not None and "excerpt" not in event:  # the example only: the log keeps its shape
-                shown = jsonio.dumps(self.redactor.redact(document)[0]).decode()
+                # Only what the excerpt can show is redacted (twice its length: a secret across the cut is whole).
+                shown = jsonio.dumps(self.redactor.redact_frame(head_of(document, 2 * EXCERPT_CHARS))[0]).decode()
                 example = {**event, "excerpt": shown[:EXCERPT_CHARS] + ("…" if len(shown) > EXCERPT_CHARS else "")}
             examples.append(example)
         return event
@@ -261,7 +291,7 @@ class ConformanceReport:
                 "tool": tool,
                 "reason": reason,
             }
-            self.unanswered.append(self.redactor.redact(entry)[0])
+            self.unanswered.append(self.redactor.redact_record(entry)[0])
 
     def to_document(self) -> dict[str, Any]:
         frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
@@ -292,7 +322,7 @@ class ConformanceReport:
         document = self.to_document()
         if self.events is not None:  # where the page finds the run's timings (relative: runs/ may move)
             document["event_log"] = os.path.relpath(self.events.path, folder)
-        write_atomic(path, jsonio.dumps_pretty(document))
+        write_atomic(path, jsonio.dumps_pretty(document), mode=PRIVATE)  # it quotes the traffic
         return path
 
 
@@ -408,15 +438,15 @@ def run_digest(report: Path, document: Mapping[str, Any]) -> dict[str, Any] | No
 def write_page(out: Path, page: str) -> None:
     """The page written whole or not at all; ``ReportError`` when ``out`` cannot be written."""
     try:
-        write_atomic(out, page.encode())
+        write_atomic(out, page.encode(), mode=PRIVATE)
     except OSError as exc:
         raise ReportError("io_error", f"cannot write {out}: {exc.strerror}") from None
 
 
 def run_report(args: argparse.Namespace) -> int:
     """``mcp-server report FILE [--html OUT]`` (arguments from ``add_report_arguments``): print a
-    written report's table again, or write its page. Exit 0 clean, 1 violations, 2 when the report
-    cannot be read or the page written."""
+    written report's table again (exit 0 clean, 1 violations), or write its page (exit 0 once it is
+    written, whatever the run found); 2 when the report cannot be read or the page written."""
     try:
         document = _load(Path(args.file))
         if args.html is not None:
@@ -429,4 +459,5 @@ def run_report(args: argparse.Namespace) -> int:
         sys.stdout.write(render_table(document))
     else:
         sys.stderr.write(f"mcp:report html={args.html}\n")
+        return 0
     return 1 if document["violations"] else 0

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from ..core import jsonio
 from ..core.errors import CanonicalError
+from ..core.files import open_private
 from ..execution.redaction import Redactor
 from .stderr import Sink, feed, stderr_sink
 
@@ -256,7 +257,7 @@ class FileWriter:
 
     def __init__(self, rotation: Rotation, formatter: EventFormatter, stderr: Sink | None) -> None:
         self.rotation = rotation
-        self.file = rotation.partial.open("ab")  # after what the writer process wrote, if it came first
+        self.file = open_private(rotation.partial)  # after what the writer process wrote, if it came first
         self.written = self.file.tell()
         stem = rotation.partial.name.removesuffix(".jsonl.partial")
         numbers = [int(p.name.split(".")[-2]) for p in rotation.partial.parent.glob(f"{stem}.*.jsonl")]
@@ -289,7 +290,7 @@ class FileWriter:
         if stale > 0:
             with contextlib.suppress(FileNotFoundError):
                 self.rotation.rotated(stale).unlink()
-        self.file = self.rotation.partial.open("ab")
+        self.file = open_private(self.rotation.partial)
         self.written = 0
 
     def close(self) -> None:
@@ -306,7 +307,7 @@ def run_writer(config: Mapping[str, Any]) -> int:
     stderr = None if options is None else stderr_sink(format=options["format"], every_event=options["every_event"])
     formatter = EventFormatter(config["run_id"], config["deterministic"])
     if config.get("redaction") is not None:
-        formatter.redact = Redactor.build(**config["redaction"]).redact
+        formatter.redact = Redactor.build(**config["redaction"]).redact_record
     writer = FileWriter(Rotation(Path(config["partial"]), config["max_bytes"], config["keep_files"]), formatter, stderr)
     source = sys.stdin.buffer
     while batch := unpack_rows(source):  # each batch is written as soon as it arrives

@@ -330,15 +330,11 @@ class SessionCheck:
         session, kind, document = self.session, message.kind, message.document
         assert document is not None
         if kind is REQUEST:
-            assert message.id is not None and message.method is not None
-            stated = message.version if session.version is None else None
-            session.expect(direction, message.id, message.method, message.tool, stated)
+            session.follow(direction, message)  # as the live gateway follows it
             if self.lock is not None and message.tool is not None and not self.lock.allows(message.tool):
                 self._not_locked(number, direction, message)
             if session.version is None and message.version in self.registry.stateless_versions:
-                # A stateless version named in _meta governs the session from here (2026-07-28).
-                session.negotiate(message.version)
-                self.report.protocol_version = message.version
+                self.report.protocol_version = message.version  # what the request stated (2026-07-28)
         elif kind is NOTIFICATION:
             if message.method == "notifications/initialized" and session.version is not None:
                 session.initialized = True
@@ -416,7 +412,7 @@ class SessionCheck:
             return
         offered = document["result"].get("protocolVersion")
         if offered in self.registry.protocols:
-            self.session.negotiate(offered)
+            self.session.follow(direction, message)  # as the live gateway settles it
             self.report.protocol_version = offered
             return
         errors = [{"path": "/result/protocolVersion", "msg": f"{offered!r} is not a bundled version"}]
@@ -693,7 +689,8 @@ def run_check(args: argparse.Namespace) -> int:
         detail = " ".join(exc.detail.split())
         sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")
         return 2
-    document = report.to_document()
+    # Examples quote what the capture holds: every format shows them as the gateway's report would, redacted.
+    document = Redactor.build().redact_record(report.to_document())[0]
     render = _RENDERERS.get(args.format)
     sys.stdout.write(render_page(document, Path(args.capture)) if render is None else render(document))
     sys.stdout.flush()

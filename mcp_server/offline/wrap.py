@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from typing import Any
 from ..core import jsonio
 from ..core.files import write_atomic
 from ..core.settings import SetupError
-from ..registry.client_config import client_servers, server_entry
+from ..registry.client_config import SERVER_KEYS, client_servers, server_entry
 
 __all__ = ["add_wrap_arguments", "gateway_command", "run_wrap", "runs_dir", "wrap_servers"]
 
@@ -72,16 +73,41 @@ def _wrapped(entry: Mapping[str, Any]) -> bool:
     )
 
 
-def _behind_url(entry: Mapping[str, Any], gateway: str, url: str) -> dict[str, Any]:
-    """A remote server's entry as a local one: the gateway with ``--upstream URL`` (keys kept in place)."""
+def _carried_headers(name: str, headers: Any) -> tuple[list[str], dict[str, str]]:
+    """A remote entry's ``headers`` as the gateway's ``--header`` arguments (issue 31). A literal value
+    (a credential) moves to the entry's ``env`` and the argument names its variable, so that it is
+    never in the process's arguments; a value naming variables already (``${...}``) stays as it is."""
+    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
+        raise SetupError(f"server {name!r}: headers must be a JSON object of strings")
+    args: list[str] = []
+    env: dict[str, str] = {}
+    for header, value in headers.items():
+        if "${" in value:
+            args += ["--header", f"{header}: {value}"]
+            continue
+        variable = "MCP_HEADER_" + re.sub(r"[^A-Z0-9]", "_", str(header).upper())
+        env[variable] = value
+        args += ["--header", f"{header}: ${{{variable}}}"]
+    return args, env
+
+
+def _behind_url(name: str, entry: Mapping[str, Any], gateway: str, url: str) -> dict[str, Any]:
+    """A remote server's entry as a local one: the gateway with ``--upstream URL`` and its headers
+    (keys kept in place)."""
+    headers, variables = _carried_headers(name, entry.get("headers", {}))
     rewritten: dict[str, Any] = {}
     for key, value in entry.items():
         if key == "url":
-            rewritten["command"], rewritten["args"] = gateway, ["gateway", "--upstream", url]
+            rewritten["command"], rewritten["args"] = gateway, ["gateway", "--upstream", url, *headers]
         elif key == "type":
             rewritten["type"] = "stdio"
         elif key != "headers":
             rewritten[key] = value
+    if variables:
+        env = rewritten.get("env", {})
+        if not isinstance(env, Mapping):
+            raise SetupError(f"server {name!r}: env must be a JSON object")
+        rewritten["env"] = {**env, **variables}
     return rewritten
 
 
@@ -97,9 +123,7 @@ def _wrap_entry(name: str, entry: Any, gateway: str, runs: str) -> tuple[dict[st
     assert read.url is not None
     if read.kind == "sse":
         return None, "left alone: a legacy SSE server (the gateway speaks Streamable HTTP)"
-    if read.headers:
-        return None, "left alone: it sends headers of its own, which the gateway cannot add"
-    return _with_runs(_behind_url(entry, gateway, read.url), name, runs), "wrapped"
+    return _with_runs(_behind_url(name, entry, gateway, read.url), name, runs), "wrapped"
 
 
 def wrap_servers(document: Any, gateway: str, runs: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -121,24 +145,13 @@ def _read(path: Path) -> bytes:
         raise SetupError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _replace(path: Path, data: bytes) -> None:
-    """Write ``data`` over ``path`` at once (a temporary file beside it, then a rename), its mode kept."""
-    try:
-        write_atomic(path, data, keep_mode=True)
-    except OSError as exc:
-        raise SetupError(f"cannot write {path}: {exc.strerror}") from None
-
-
 def run_wrap(args: argparse.Namespace) -> int:
     path: Path = args.config
-    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    backup = path.with_name(path.name + BACKUP_SUFFIX)  # beside the name given (a link's, not its target's)
     if args.undo:
         return _undo(path, backup, force=args.force)
     raw = _read(path)
-    try:
-        document = jsonio.loads(raw)
-    except jsonio.JSONSyntaxError as exc:
-        raise SetupError(f"{path} is not valid JSON (comments are not supported): {exc}") from None
+    document = _parse(raw, path)
     rewritten, outcomes = wrap_servers(document, args.gateway_command or gateway_command(), runs_dir(os.environ))
     lines = [f"{name}: {outcome}" for name, outcome in outcomes]
     if rewritten == document:
@@ -151,29 +164,79 @@ def run_wrap(args: argparse.Namespace) -> int:
     except FileExistsError:
         raise SetupError(f"{backup} exists already: `mcp-server wrap --undo {path}` first, or move it away") from None
     except OSError as exc:
+        backup.unlink(missing_ok=True)  # half a backup is none
         raise SetupError(f"cannot write the backup {backup}: {exc.strerror}") from None
-    _replace(path, jsonio.dumps_pretty(rewritten, sort_keys=False))
-    # The backup carries the wrapped file's time: ``--undo`` tells a file changed since by its time.
-    written = path.stat()
-    os.utime(backup, ns=(written.st_atime_ns, written.st_mtime_ns))
+    try:
+        _replace(path, _rendered(rewritten))
+    except SetupError:
+        backup.unlink(missing_ok=True)  # the configuration is as it was: nothing to undo, nothing left behind
+        raise
     lines += [f"{path}: rewritten; the original is {backup}", f"undo: mcp-server wrap --undo {path}"]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
+def _parse(raw: bytes, path: Path) -> Any:
+    try:
+        return jsonio.loads_unique(raw)  # a key given twice: one of the two would be lost in the rewrite
+    except jsonio.JSONSyntaxError as exc:
+        raise SetupError(f"{path} is not valid JSON (comments are not supported): {exc}") from None
+    except jsonio.DuplicateKeyError as exc:
+        raise SetupError(f"{path}: {exc}; it is left as it is") from None
+
+
+def _rendered(document: Any) -> bytes:
+    return jsonio.dumps_pretty(document, sort_keys=False)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write ``data`` over ``path`` at once (a temporary file beside it, then a rename), its mode kept.
+    Through a link, the file it leads to is written and the link stays."""
+    try:
+        write_atomic(path.resolve(), data, keep_mode=True)
+    except OSError as exc:
+        raise SetupError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _as_wrapped(original: bytes, current: bytes) -> bool:
+    """Whether ``current`` is exactly what ``wrap`` made of ``original``: the gateway command and the
+    runs folder it wrote are read back from ``current``, and the original wrapped again with them."""
+    try:
+        before, after = jsonio.loads(original), jsonio.loads(current)
+    except jsonio.JSONSyntaxError:
+        return False
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return False
+    for key in SERVER_KEYS:
+        servers, was = after.get(key), before.get(key)
+        if not isinstance(servers, Mapping) or not isinstance(was, Mapping):
+            continue
+        for name, entry in servers.items():
+            old = was.get(name)
+            if isinstance(entry, Mapping) and _wrapped(entry) and isinstance(old, Mapping) and not _wrapped(old):
+                env = entry.get("env")
+                runs = env.get("MCP_RUNS_DIR") if isinstance(env, Mapping) else None
+                try:
+                    again, _ = wrap_servers(before, str(entry["command"]), str(runs or ""))
+                except SetupError:
+                    return False
+                return _rendered(again) == current
+    return False
+
+
 def _undo(path: Path, backup: Path, *, force: bool) -> int:
-    """The original back from the backup (which is used up); refused when the configuration changed
-    after it was wrapped, as restoring would lose that change, unless ``force``."""
+    """The original back from the backup (which is used up), through a link if ``path`` is one;
+    refused when the configuration's content is no longer what ``wrap`` wrote (restoring would lose
+    that change), unless ``force``."""
     if not backup.is_file():
         raise SetupError(f"no backup {backup}: nothing to undo")
-    if not force and path.exists() and path.stat().st_mtime_ns != backup.stat().st_mtime_ns:
+    original = _read(backup)
+    if not force and path.exists() and not _as_wrapped(original, _read(path)):
         raise SetupError(
             f"{path} changed after it was wrapped; restoring {backup} would lose that change "
             "(compare the two, then `--undo --force`)"
         )
-    try:
-        backup.replace(path)
-    except OSError as exc:
-        raise SetupError(f"cannot restore {path}: {exc.strerror}") from None
+    _replace(path, original)
+    backup.unlink(missing_ok=True)
     sys.stdout.write(f"{path}: restored from {backup}\n")
     return 0

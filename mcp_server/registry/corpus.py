@@ -18,7 +18,7 @@ from typing import Any
 from ..core import jsonio
 from ..core.jsonio import MAX_DEPTH
 from ..core.settings import SetupError
-from .schemas import SchemaError, SchemaRegistry, Validator, violations
+from .schemas import SchemaError, SchemaRegistry, Validator, files_within, violations
 
 __all__ = [
     "SCHEMA_REQUIRED",
@@ -166,7 +166,7 @@ def _bundled(registry: SchemaRegistry, aliases: Mapping[str, str], examples_root
     spec_examples = examples_root is None
     if examples_root is None:
         examples_root = registry.mcp_dir / _BUNDLED_EXAMPLES_VERSION / "examples"
-    examples = [p.relative_to(examples_root).as_posix() for p in sorted(examples_root.rglob("*.json")) if p.is_file()]
+    examples = [p.relative_to(examples_root).as_posix() for p in files_within(examples_root)]
     folders = {PurePosixPath(p).parent.name for p in examples} if spec_examples else set()
     return Corpus(
         entries=entries,
@@ -189,7 +189,7 @@ def _from_dirs(schemas_dir: Path, examples_dir: Path, aliases: Mapping[str, str]
     except SchemaError as exc:
         raise SetupError(str(exc)) from None
     entries = []
-    for path in sorted(schemas_dir.rglob("*.json")):
+    for path in files_within(schemas_dir, quiet=True):  # what the registry indexed (and named)
         relative = path.relative_to(schemas_dir).as_posix()
         if "examples" in PurePosixPath(relative).parts[:-1]:
             continue
@@ -201,7 +201,8 @@ def _from_dirs(schemas_dir: Path, examples_dir: Path, aliases: Mapping[str, str]
             version = raw_version if isinstance(raw_version, str) else str(raw_version)
         entry = SchemaEntry(name=name, version=version, path=relative, document=document, compile=_given(validator))
         entries.append(entry)
-    examples = [p.relative_to(examples_dir).as_posix() for p in sorted(examples_dir.rglob("*.json")) if p.is_file()]
+    quiet = examples_dir.resolve() == schemas_dir.resolve()  # named once, by the registry
+    examples = [p.relative_to(examples_dir).as_posix() for p in files_within(examples_dir, quiet=quiet)]
     return Corpus(
         entries=entries, examples_root=examples_dir, examples=examples, schemas_dir=str(schemas_dir), aliases=aliases
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +30,27 @@ __all__ = [
     "SchemaRegistry",
     "ToolIO",
     "Validator",
+    "files_within",
     "schema_provenance",
     "violations",
 ]
+
+log = logging.getLogger("mcp_server.registry")
+
+
+def files_within(root: Path, *, quiet: bool = False) -> Iterator[Path]:
+    """The JSON files under ``root``, sorted, that stay inside it once their links are resolved: a
+    link leading out of a configured root is not served (named on stderr, unless ``quiet``)."""
+    base = root.resolve()
+    for path in sorted(root.rglob("*.json")):
+        if not path.is_file():
+            continue
+        if base not in path.resolve().parents:
+            if not quiet:
+                log.warning("%s: %s leads out of the root (to %s): not served", root, path, path.resolve())
+            continue
+        yield path
+
 
 BUNDLED_SCHEMAS = Path(__file__).parent.parent / "schemas"
 """The schemas shipped inside the package: ``mcp/<version>/schema.json`` (the official ones, with their
@@ -227,6 +246,9 @@ class ProtocolSchema:
         self.result_response_def = (
             "JSONRPCResultResponse" if "JSONRPCResultResponse" in self.definitions else "JSONRPCResponse"
         )
+        # An error answering a frame whose id could not be read: from 2025-11-25 it leaves ``id`` out
+        # (the schema allows no ``null``); before, every form is refused and JSON-RPC 2.0's null stands.
+        self.error_id_optional = "id" not in self.definitions[self.error_response_def].get("required", ())
         # Compiled once, each a whole-frame validator: one per request and notification definition
         # (with its envelope), one per result keyed by the method it answers, and the envelopes.
         self._by_ref: dict[str, Validator] = {}
@@ -413,7 +435,7 @@ class SchemaRegistry:
     def _schema_files(root: Path) -> Iterator[Path]:
         if not root.is_dir():
             raise SchemaError(f"{root}: schema root is not a directory")
-        for path in sorted(root.rglob("*.json")):
+        for path in files_within(root):
             relative = path.relative_to(root).parts
             if "examples" in relative[:-1] or relative[0] == "mcp":
                 continue  # instances, and the MCP versions loaded above

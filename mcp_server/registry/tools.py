@@ -29,10 +29,11 @@ class UpstreamTools:
     """A ``ToolSchemas`` for the schema check, fed by the upstream's ``tools/list`` results.
 
     ``complete``: every page of the upstream's list has been learnt since it last said the list
-    changed, so a tool not in it is not the upstream's: a call of it goes on, for the upstream to
-    answer. ``waits``: the gateway waits for the list before it checks a call, so a tool it still
-    has no schema for while the list is not whole (the wait ran out) is refused; the offline check,
-    which has only what a capture holds, does not wait and passes such a call on.
+    changed, so a tool not in it is not the upstream's. ``waits``: the gateway waits for the list
+    before it checks a call, so a call of a tool it has no schema for once it waited (not in the
+    whole list, or the list did not come) is refused: enforce means enforce, nothing unchecked goes
+    upstream (ADR 26). The offline check, which has only what a capture holds, does not wait and
+    passes such a call on.
     """
 
     def __init__(self, registry: SchemaRegistry, *, waits: bool = False) -> None:
@@ -48,8 +49,8 @@ class UpstreamTools:
 
     @property
     def strict(self) -> bool:
-        """A call of a tool without a schema is refused: the gateway waited, and the list is not whole."""
-        return self.waits and not self.complete
+        """A call of a tool without a schema is refused (``tool_not_found``): the gateway waited."""
+        return self.waits
 
     def io(self, name: str) -> ToolIO | None:
         return self._io.get(name)

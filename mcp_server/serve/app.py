@@ -15,7 +15,7 @@ from .. import __version__
 from ..chain.boundary import contain, render_rejection
 from ..chain.compose import build_chain
 from ..chain.policy_check import PolicyCheck
-from ..chain.schema_check import check_tool_output
+from ..chain.schema_check import ToolSchemas, check_tool_output
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import Settings
@@ -88,11 +88,15 @@ def build_server(
     if policy is not None:
         stage = PolicyCheck(policy, CLIENT_TO_SERVER, tool_methods=frozenset(t.name for t in tools))
     chain = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=settings.max_frame_bytes, policy=stage)
-    return _boundary(chain.check, router, registry, events)
+    return _boundary(chain.check, router, registry, events, tools)
 
 
 def _boundary(
-    check: Callable[[Frame], Message], router: Router, registry: SchemaRegistry, events: EventLog | None
+    check: Callable[[Frame], Message],
+    router: Router,
+    registry: SchemaRegistry,
+    events: EventLog | None,
+    tools: ToolSchemas | None = None,
 ) -> Handler:
     """Where a frame is answered: the chain's verdict, the route, and every failure rendered once
     (canonical error mapping); the log, when there is one, takes the frame's row after its reply."""
@@ -112,7 +116,7 @@ def _boundary(
             rejection = contain(failure)
             if rejection.message is None:
                 rejection.message = message
-            reply = render_rejection(rejection, registry)
+            reply = render_rejection(rejection, registry, tools, frame.session.version)
             if events is not None:
                 events.refused(frame, rejection, reply, began)
             if reply is None:

@@ -14,6 +14,7 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.replies import error_reply
 from ..core.session import Session
 from ..core.types import Frame, Handler, Reply
+from ..execution.access import METADATA_PATH, FrontAuth
 from ..observe.events import EventLog
 from ..observe.metrics import CONTENT_TYPE, Metrics
 from ..registry.schemas import SchemaRegistry
@@ -82,8 +83,10 @@ def serve_http_app(
     *,
     metrics: Metrics | None = None,
     events: EventLog | None = None,
+    auth: FrontAuth | None = None,
 ) -> StreamableHttp:
-    """The ASGI application of ``serve --http``."""
+    """The ASGI application of ``serve --http``; with ``auth``, every path but ``/health`` and the
+    protected resource metadata needs a token (``/approvals`` its approver's, when one is set)."""
     told = None if events is None else events.http_refusal
 
     async def refused(send: Send, rejection: Rejection, extra: tuple[tuple[bytes, bytes], ...]) -> None:
@@ -92,4 +95,8 @@ def serve_http_app(
     routes: dict[str, Route] = {path: rest for path in PATHS}
     if metrics is not None:
         routes["/metrics"] = text_route(metrics.render, CONTENT_TYPE.encode(), refused)
-    return StreamableHttp(_Conversations(handler, registry), options, refused, routes)
+    guard = None
+    if auth is not None:
+        routes[METADATA_PATH] = text_route(auth.metadata, b"application/json", refused)
+        guard = auth.guard(("/health", "/approvals") if rest.approver_token is not None else ("/health",))
+    return StreamableHttp(_Conversations(handler, registry), options, refused, routes, guard)

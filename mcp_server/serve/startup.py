@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..core.settings import Settings, SetupError
 from ..core.types import Handler
+from ..execution.access import AccessCheck, load_access
 from ..execution.boundary import Boundary, load_boundary
 from ..execution.gate import event_sink
 from ..execution.peer import attach_peer
@@ -35,6 +36,7 @@ class Server:
     tools: ToolSet
     handler: Handler
     events: EventLog
+    front_check: Callable[[str], AccessCheck] | None = None  # ``--auth``: made once the URL is known
 
 
 def prepare(
@@ -45,10 +47,12 @@ def prepare(
     policy_path: Path | None = None,
     tools_path: Path | None = None,
     assert_formats: bool = False,
+    auth: str | None = None,
 ) -> Server:
     """Everything ``serve`` runs, read and checked before any transport starts (``SetupError``).
     ``assert_formats``: string formats are checked (``invalid_format``) instead of annotations."""
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
+    front_check = None if auth is None else load_access(auth)  # a bad --auth is refused first
     corpus = load_corpus(environ, registry)
     boundary = load_boundary(
         environ,
@@ -58,6 +62,7 @@ def prepare(
         tools_path=tools_path,
         sink=event_sink(events.emit),
     )
+    _check_approver(boundary, settings.endpoint)
     own = builtin_tools(environ, registry, corpus, boundary.policy)
     extra = []
     if boundary.executor is not None:  # an HTTP-backed catalogue: the HTTP client stack comes with it
@@ -78,7 +83,30 @@ def prepare(
         tools=tools,
         handler=handler,
         events=events,
+        front_check=front_check,
     )
+
+
+def _check_approver(boundary: Boundary, endpoint: str) -> None:
+    """Calls held for approval need an approver the caller cannot be. Over HTTP the REST approver
+    (``/approvals``) is open to any client of ``/mcp`` unless ``MCP_APPROVER_TOKEN`` guards it: a client
+    could read its own held call and approve it; without HTTP there is no approver but the client
+    itself (elicitation), so turning elicitation off leaves none. Either is a ``SetupError``."""
+    policy, executor = boundary.policy, boundary.executor
+    holds = policy.default_rule.approval or any(rule.approval for _, rule in policy.tool_rules)
+    holds = holds or (executor is not None and any(tool.approval for tool in executor.by_id.values()))
+    if not holds:
+        return
+    if endpoint == "http" and boundary.approver_token is None:
+        raise SetupError(
+            "calls are held for approval: set MCP_APPROVER_TOKEN (16+ characters), which /approvals then"
+            " requires, or any client of /mcp could approve its own call"
+        )
+    if endpoint != "http" and not policy.approval_by_elicitation:
+        raise SetupError(
+            "calls are held for approval with [approval] elicitation = false, but only `serve --http` has an"
+            " approver out of band (/approvals): no held call could ever be approved"
+        )
 
 
 def run_stdio(server: Server, on_ready: Callable[[], None]) -> None:
@@ -104,10 +132,12 @@ def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
             settings.socket_path.unlink()  # ours: bound above (a file that was there is never removed)
 
 
-def run_http(server: Server, listener: object, on_ready: Callable[[], None]) -> None:
-    """Streamable HTTP at ``/mcp``, the REST face, ``/metrics`` (the HTTP stack is imported only here)."""
+def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, resource: str | None = None) -> None:
+    """Streamable HTTP at ``/mcp``, the REST face, ``/metrics`` (the HTTP stack is imported only here);
+    ``resource``: the public MCP URL a token is for."""
     import socket
 
+    from ..execution.access import FrontAuth
     from ..observe.metrics import Metrics
     from ..transport.http import serve_http
     from ..transport.streamable import HttpOptions
@@ -131,5 +161,9 @@ def run_http(server: Server, listener: object, on_ready: Callable[[], None]) -> 
         max_sessions=settings.max_sessions,
         read_seconds=settings.http_read_seconds,
     )
-    app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events)
+    if resource is None:  # the URL listened on
+        host, port = listener.getsockname()[:2]
+        resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
+    auth = None if server.front_check is None else FrontAuth(check=server.front_check(resource), resource=resource)
+    app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events, auth=auth)
     asyncio.run(serve_http(app, listener, on_ready=on_ready, read_seconds=options.read_seconds))

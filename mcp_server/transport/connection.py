@@ -10,21 +10,25 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
-from ..core.types import Message
+from ..core.types import Message, RequestId
 from .ndjson import LineSplitter, read_lines
 
-__all__ = ["Connection", "NdjsonConnection"]
+__all__ = ["Connection", "NdjsonConnection", "Received"]
+
+Received = tuple[bytes, int | None] | tuple[bytes, int | None, RequestId]
+"""A peer's frame: its bytes and size (``LineSplitter``), and from an HTTP upstream the id of the
+request whose POST's response carried it (its answer even when its own id is missing or wrong)."""
 
 
 class Connection(Protocol):
-    """A peer's frames as ``(raw, None)``, or ``(b"", size)`` past the frame limit (``LineSplitter``);
+    """A peer's frames as ``(raw, None)``, or ``(excerpt, size)`` past the frame limit (``LineSplitter``);
     ``send`` one frame to it, ``close`` the side (the exit status of a process behind it, if any)."""
 
     name: str  # what the side is called in a report (the upstream's command or URL)
 
     async def open(self) -> None: ...
 
-    def frames(self) -> AsyncIterator[tuple[bytes, int | None]]: ...
+    def frames(self) -> AsyncIterator[Received]: ...
 
     async def send(self, raw: bytes, about: Message | None = None) -> None: ...
 

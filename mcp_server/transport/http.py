@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection, reply_status
+from ..core.oversize import HEAD_BYTES
 from ..core.replies import error_reply
 from ..core.types import Reply
 from .coalescing import CoalescingTransport
@@ -123,24 +124,32 @@ def accepts_event_stream(headers: Mapping[str, str]) -> bool:
 
 
 async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> tuple[bytes, int | None]:
-    """``(body, None)``, or ``(b"", size)`` past the cap: a larger body is never held whole (a frame's
-    ``size`` is set only when its ``raw`` holds less than came: else the chain's fast path takes it)."""
+    """``(body, None)``, or ``(head, size)`` past the cap: a larger body is never held whole, only what
+    came of its first ``HEAD_BYTES`` (the request's id is read from them; nothing when its declared
+    length says so before it is sent); a frame's ``size`` is set only when its ``raw`` holds less
+    than came (else the chain's fast path takes it)."""
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        return b"", int(declared)
+        return b"", int(declared)  # refused before its body is sent (a client may wait to send it)
+    over = None
     chunks: list[bytes] = []
-    size = 0
+    held = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
         chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return b"", size  # stop reading; the server closes the connection after the reply
+        held += len(chunk)
         chunks.append(chunk)
-        if not message.get("more_body", False):
+        more = message.get("more_body", False)
+        if over is None and held > limit:
+            over = held  # stop reading; the server closes the connection after the reply
+        if over is not None and (held >= HEAD_BYTES or held > limit or not more):
             break
+        if not more:
+            break
+    if over is not None:
+        return b"".join(chunks)[:HEAD_BYTES], max(over, held)
     return b"".join(chunks), None
 
 
@@ -165,6 +174,7 @@ async def send_reply(
     code = reply.error.mcp_code if reply.error is not None else reply.code
     status = reply_status(reply.error, code, reply.version or announced)
     body = reply.to_bytes()
+    extra = (*extra, *reply.headers)
     if accepts.json:
         await respond(send, status, body, b"application/json", extra)
     else:

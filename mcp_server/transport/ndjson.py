@@ -1,7 +1,8 @@
 """NDJSON framing and the frame loop shared by the STDIO and Unix socket transports.
 
-A line longer than the frame limit is drained, not held: its bytes are counted and dropped,
-and it comes out as an empty frame carrying its size, for the size guard to refuse.
+A line longer than the frame limit is drained, not held: its bytes are counted and dropped but
+for its head and tail (``core/oversize.py``), and it comes out as that excerpt carrying its size, for
+the size guard to refuse and to answer by the id the excerpt holds.
 The loop does no I/O of its own: the transport hands it a chunk source and a writer.
 """
 
@@ -11,6 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol
 
+from ..core.oversize import HEAD_BYTES, TAIL_BYTES, excerpt
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, Frame, Handler
 
@@ -142,20 +144,22 @@ class _Connection:
 class LineSplitter:
     """Splits a byte stream into lines; memory stays bounded by ``limit`` whatever comes in."""
 
-    __slots__ = ("_buffer", "_dropped", "_dropping", "limit")
+    __slots__ = ("_buffer", "_dropped", "_dropping", "_head", "_tail", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._buffer = bytearray()
         self._dropping = False
         self._dropped = 0
+        self._head = b""  # of the line being drained: its first bytes, and its last ones so far
+        self._tail = b""
 
     def feed(self, chunk: bytes) -> list[tuple[bytes, int | None]]:
         """The complete lines in ``chunk`` (with what came before) as ``(raw, size)`` pairs.
 
-        ``raw`` is empty when the line was over the limit, and ``size`` says how long it was; a line
-        within the limit has no size of its own (``None``: it is all in ``raw``, and the chain's fast
-        path takes it). Blank lines are skipped.
+        A line over the limit comes as its excerpt (head and tail), with ``size`` saying how long it
+        was; a line within the limit has no size of its own (``None``: it is all in ``raw``, and the
+        chain's fast path takes it). Blank lines are skipped.
         """
         lines: list[tuple[bytes, int | None]] = []
         start = 0
@@ -176,19 +180,35 @@ class LineSplitter:
 
     def _hold(self, segment: bytes) -> None:
         if self._dropping:
-            self._dropped += len(segment)
+            self._drain(segment)
             return
         self._buffer += segment
         if len(self._buffer) > self.limit + 1:  # +1: a trailing "\r" is not counted
             self._dropping = True
-            self._dropped = len(self._buffer)
+            self._dropped = 0
+            self._head, self._tail = b"", b""
+            self._drain(bytes(self._buffer))
             self._buffer = bytearray()
+
+    def _drain(self, segment: bytes) -> None:
+        """Bytes of a line over the limit: counted, the head and the last ``TAIL_BYTES`` kept."""
+        self._dropped += len(segment)
+        if len(self._head) < HEAD_BYTES:
+            room = HEAD_BYTES - len(self._head)
+            self._head += segment[:room]
+            segment = segment[room:]
+        if segment:
+            self._tail = (self._tail + segment)[-TAIL_BYTES - 1 :]  # (+1: a trailing "\r" is not kept)
 
     def _finish(self, segment: bytes, lines: list[tuple[bytes, int | None]]) -> None:
         if self._dropping:
-            lines.append((b"", self._dropped + len(segment)))
+            self._drain(segment)
+            carriage = self._tail.endswith(b"\r")
+            tail = (self._tail[:-1] if carriage else self._tail)[-TAIL_BYTES:]
+            lines.append((self._head + tail, self._dropped - carriage))
             self._dropping = False
             self._dropped = 0
+            self._head, self._tail = b"", b""
             return
         if self._buffer:
             self._buffer += segment
@@ -201,7 +221,7 @@ class LineSplitter:
         if not line.strip():
             return
         if len(line) > self.limit:
-            lines.append((b"", len(line)))
+            lines.append((excerpt(line), len(line)))
         else:
             lines.append((line, None))
 

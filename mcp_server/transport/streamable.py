@@ -43,6 +43,7 @@ __all__ = [
     "MAX_HELD_STREAM_BYTES",
     "Conversation",
     "Conversations",
+    "Guard",
     "HttpOptions",
     "Refuse",
     "Route",
@@ -63,6 +64,10 @@ Route = Callable[[Scope, Receive, Send, Mapping[str, str]], Awaitable[None]]
 
 Refuse = Callable[[Send, Rejection, tuple[tuple[bytes, bytes], ...]], Awaitable[None]]
 """How an HTTP-level refusal is answered (and logged): the application's."""
+
+Guard = Callable[[str, Mapping[str, str]], Awaitable[tuple[Rejection, tuple[tuple[bytes, bytes], ...]] | None]]
+"""Who may make a request to a path, from its headers (the front's authentication): ``None`` lets it
+through, else the refusal and its headers (a 401's WWW-Authenticate). The application's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,11 +191,13 @@ class StreamableHttp:
         options: HttpOptions,
         refuse: Refuse,
         routes: Mapping[str, Route] | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.conversations = conversations
         self.options = options
         self.refuse = refuse
         self.routes = dict(routes or {})
+        self.guard = guard
         self.allowed = allowed_hosts(options.allowed_hosts)
         self.sessions: dict[str, Conversation] = {}
         self._last_seen: dict[str, float] = {}
@@ -203,7 +210,10 @@ class StreamableHttp:
         path = scope["path"].rstrip("/") or "/"
         method = scope["method"]
         if not host_allowed(self.allowed, headers):
-            await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
+            return await self._refuse(send, CanonicalError.HOST_NOT_ALLOWED)
+        refused = None if self.guard is None else await self.guard(path, headers)
+        if refused is not None:
+            await self.refuse(send, *refused)
         elif path != self.options.path:
             route = self._route(path)
             if route is None:

@@ -21,7 +21,7 @@ def code_of(reply: dict[str, Any]) -> int:
 
 
 def test_oversized_frame_gets_the_exact_payload_too_large_reply(handler: Handler) -> None:
-    """Issue 2 §4: the size guard's reply, byte for byte in content."""
+    """Issue 2 §4: the size guard's reply, byte for byte in content (issue 29: naming size and limit)."""
     [reply] = exchange(handler, [b'{"a":"' + b"x" * 1_048_576 + b'"}'])
     assert reply == {
         "jsonrpc": "2.0",
@@ -29,9 +29,22 @@ def test_oversized_frame_gets_the_exact_payload_too_large_reply(handler: Handler
         "error": {
             "code": -32600,
             "message": "Payload too large",
-            "data": {"ok": False, "reason": "validation_failed", "errors": [{"path": "", "msg": "payload_too_large"}]},
+            "data": {
+                "ok": False,
+                "reason": "validation_failed",
+                "errors": [{"path": "", "msg": "payload_too_large"}],
+                "size": 1_048_584,
+                "limit": 1_048_576,
+            },
         },
     }
+
+
+def test_an_oversized_request_is_answered_by_the_id_its_head_holds(handler: Handler) -> None:
+    """Issue 29: a request over the limit is answered by its own id, read without parsing the frame."""
+    frame = b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"x","arguments":{"a":"'
+    [reply] = exchange(handler, [frame + b"x" * 1_048_576 + b'"}}}'])
+    assert reply["id"] == 41 and reply["error"]["data"]["limit"] == 1_048_576
 
 
 def test_an_invalid_envelope_echoes_a_readable_id(handler: Handler) -> None:

@@ -157,3 +157,38 @@ def test_a_request_stating_a_version_that_is_no_string_is_refused_by_the_stages_
     fast, slow = both_paths(chain, raw, lambda session: session)
     assert fast is None
     assert isinstance(slow, Rejection) and slow.error is not CanonicalError.INTERNAL_ERROR
+
+
+@pytest.mark.parametrize(
+    ("result", "verdict"),
+    [
+        ({"content": [], "isError": True}, None),
+        ({"content": [], "isError": True, "structuredContent": {"sum": 2}}, None),
+        ({"content": [], "isError": True, "structuredContent": {"ok": False}}, CanonicalError.INVALID_TOOL_OUTPUT),
+        ({"content": [], "structuredContent": {"sum": "two"}}, CanonicalError.INVALID_TOOL_OUTPUT),
+        ({"content": []}, CanonicalError.INVALID_TOOL_OUTPUT),
+    ],
+)
+def test_a_tool_errors_structured_content_is_held_to_the_output_schema_when_present(
+    registry: SchemaRegistry, result: dict[str, Any], verdict: CanonicalError | None
+) -> None:
+    """Issue 29 (tools spec, "Structured Content"; clients validate it, error or not): an `isError`
+    result may leave `structuredContent` out, but what it carries must fit the outputSchema, on both
+    paths alike."""
+    from mcp_server.registry.tools import UpstreamTools
+
+    tools = UpstreamTools(registry)
+    output = {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}
+    tools.learn([{"name": "add", "inputSchema": {"type": "object"}, "outputSchema": output}])
+    chain = build_chain(registry, SERVER_TO_CLIENT, tools=tools)
+
+    def prepare(session: Session) -> Session:
+        negotiated("2025-11-25")(session).expect(CLIENT_TO_SERVER, 1, "tools/call", "add")
+        return session
+
+    fast, slow = both_paths(chain, jsonio.dumps({"jsonrpc": "2.0", "id": 1, "result": result}), prepare)
+    agree(fast, slow, b"")
+    if verdict is None:
+        assert isinstance(slow, Message) and fast is not None
+    else:
+        assert isinstance(slow, Rejection) and slow.error is verdict and fast is None

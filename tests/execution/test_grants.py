@@ -81,6 +81,7 @@ def test_the_key_comes_from_the_environment_or_a_file_and_a_weak_one_is_refused(
     32 bytes, an unreadable file, or both variables at once cannot work (a setup error, exit 2)."""
     key_file = tmp_path / "approval.key"
     key_file.write_bytes(KEY + b"\n")
+    key_file.chmod(0o600)  # issue 30: a key others may read is refused
     _, token = signer_from({"MCP_APPROVAL_KEY": KEY.decode()}).issue("echo", ARGUMENTS, "p", 60)
     from_file = signer_from({"MCP_APPROVAL_KEY_FILE": str(key_file)})
     assert from_file.shared and from_file.verify(token, "echo", ARGUMENTS, "p").tool == "echo"
@@ -88,6 +89,7 @@ def test_the_key_comes_from_the_environment_or_a_file_and_a_weak_one_is_refused(
     assert not own.shared
     assert refusal(lambda: own.verify(token, "echo", ARGUMENTS, "p")).error is CanonicalError.APPROVAL_NOT_FOUND
     (tmp_path / "short.key").write_bytes(b"short")
+    (tmp_path / "short.key").chmod(0o600)
     for environ in (
         {"MCP_APPROVAL_KEY": "too-short"},
         {"MCP_APPROVAL_KEY_FILE": str(tmp_path / "short.key")},

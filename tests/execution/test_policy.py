@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_server.chain.policy_check import PolicyCheck
 from mcp_server.chain.stage import Inspection
@@ -15,7 +18,7 @@ from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.session import Session
 from mcp_server.core.settings import Settings, SetupError
 from mcp_server.core.types import CLIENT_TO_SERVER, Direction, Frame, Message, MessageKind
-from mcp_server.execution.policy import DEFAULT_TIMEOUT_SECONDS, Policy, load_policy
+from mcp_server.execution.policy import DEFAULT_TIMEOUT_SECONDS, Globs, Policy, load_policy
 from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.serve.app import build_server
 from mcp_server.serve.tools import ToolSet
@@ -225,3 +228,12 @@ def test_populate_backend_outside_the_outbound_allowlist_is_denied_and_sends_not
         assert reply["error"]["code"] == CanonicalError.POLICY_DENIED.mcp_code
         assert reply["error"]["data"]["policy_violation"] is True
         assert backend.received == []
+
+
+@given(
+    glob=st.text(alphabet="ab*?[]!-^.\\", max_size=8),
+    name=st.text(alphabet="abAB.-^\\[]!\n", max_size=8),
+)
+def test_a_glob_matches_as_fnmatch_does_case_included(glob: str, name: str) -> None:
+    """Issue 30 rows 1 and 9: globs run on RE2 (linear in the name) with fnmatch's meaning, case included."""
+    assert Globs([glob]).matches(name) is fnmatch.fnmatchcase(name, glob)

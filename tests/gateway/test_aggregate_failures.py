@@ -215,7 +215,8 @@ def test_a_server_that_never_starts_or_never_answers_keeps_no_other_from_serving
         asyncio.wait_for(first_session(stdio_gateway(tmp_path, "--config", str(config))), 4 * WAIT)
     )
     assert names and all(name.startswith("fleet__") for name in names)
-    assert unavailable(unknown, "ghost")  # a tool of a server that never started: that server is unavailable
+    # A tool of a server that never started was never listed: the gateway refuses it (ADR 26).
+    assert unknown.code == CanonicalError.TOOL_NOT_FOUND.mcp_code
     assert added == {"total": 2}
     assert {entry["name"] for entry in report_of(tmp_path)["servers"]} >= {"ghost", "sloth", "fleet"}
 

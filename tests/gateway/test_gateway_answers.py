@@ -53,14 +53,18 @@ def receive_all(peer: Peer, count: int) -> list[dict[str, Any]]:
 
 
 def refused_arguments(reply: dict[str, Any]) -> list[str]:
-    """The paths of the gateway's own INVALID_TOOL_INPUT answer (2025-11-25: a tool result)."""
+    """The paths of the gateway's own INVALID_TOOL_INPUT answer (2025-11-25: a tool result; its text,
+    as structured content only where the tool's outputSchema takes it: issue 29)."""
     assert reply["result"]["isError"] is True, reply
-    return [error["path"] for error in reply["result"]["structuredContent"]["errors"]]
+    structured = reply["result"].get("structuredContent") or json.loads(reply["result"]["content"][0]["text"])
+    return [error["path"] for error in structured["errors"]]
 
 
-def test_calls_pipelined_behind_their_tools_list_are_checked_and_answered_in_request_order(tmp_path: Path) -> None:
+def test_calls_pipelined_behind_their_tools_list_are_checked_after_it_and_each_answered_when_it_exists(
+    tmp_path: Path,
+) -> None:
     """Issue 18: a tools/call sent in the same write as the tools/list that describes its tool waits
-    for that list and is checked; the gateway's refusal comes after the upstream's earlier replies."""
+    for that list and is checked; issue 29: the gateway's refusal then waits for no other reply."""
     peer = Peer(tmp_path)
     handshake(peer, "2025-11-25")
     peer.send(
@@ -71,19 +75,21 @@ def test_calls_pipelined_behind_their_tools_list_are_checked_and_answered_in_req
             call(5, "add", a="one", b=2),
         )
     )
-    replies = receive_all(peer, 4)
-    assert replies[0]["id"] == 2 and replies[-1]["id"] == 5
-    assert {reply["id"] for reply in replies[1:3]} == {3, 4}
-    assert refused_arguments(replies[-1]) == ["/a"]  # the gateway's answer: the call never went on
+    replies = {reply["id"]: reply for reply in receive_all(peer, 4)}
+    assert next(iter(replies)) == 2 and set(replies) == {2, 3, 4, 5}  # the calls depend on the list
+    assert refused_arguments(replies[5]) == ["/a"]  # the gateway's answer: the call never went on
     assert peer.finish()[0] == 0
     report = report_of(tmp_path)
     assert report["violations"] == {"invalid_tool_input": 1}
     assert report["frames"]["server_to_client"]["tools/call"] == 2
 
 
-def test_a_whole_session_sent_in_one_write_is_checked_and_answered_in_request_order(tmp_path: Path) -> None:
+def test_a_whole_session_sent_in_one_write_is_checked_in_order_and_each_answered_when_it_exists(
+    tmp_path: Path,
+) -> None:
     """Issue 18: initialize, initialized, tools/list and calls in one write: the frames behind the
-    pending initialize wait for its reply (the version decides how they are checked), then go in order."""
+    pending initialize wait for its reply (the version decides how they are checked), then go in
+    order; issue 29: each answer leaves as soon as it exists."""
     peer = Peer(tmp_path)
     peer.send(
         one_write(
@@ -95,12 +101,11 @@ def test_a_whole_session_sent_in_one_write_is_checked_and_answered_in_request_or
             call(5, "add", a="one", b=2),
         )
     )
-    replies = receive_all(peer, 5)
-    assert [reply["id"] for reply in replies[:2]] == [1, 2] and replies[-1]["id"] == 5
-    assert replies[0]["result"]["protocolVersion"] == "2025-11-25"
-    assert {tool["name"] for tool in replies[1]["result"]["tools"]} == {"add", "echo", "fail"}
-    assert {reply["id"] for reply in replies[2:4]} == {3, 4}
-    assert refused_arguments(replies[-1]) == ["/a"]
+    replies = {reply["id"]: reply for reply in receive_all(peer, 5)}
+    assert list(replies)[:2] == [1, 2] and set(replies) == {1, 2, 3, 4, 5}
+    assert replies[1]["result"]["protocolVersion"] == "2025-11-25"
+    assert {tool["name"] for tool in replies[2]["result"]["tools"]} == {"add", "echo", "fail"}
+    assert refused_arguments(replies[5]) == ["/a"]
     assert peer.finish()[0] == 0
     report = report_of(tmp_path)
     assert report["violations"] == {"invalid_tool_input": 1}
@@ -109,8 +114,8 @@ def test_a_whole_session_sent_in_one_write_is_checked_and_answered_in_request_or
 
 def test_a_call_before_any_tools_list_is_checked_against_the_list_the_gateway_fetched_itself(tmp_path: Path) -> None:
     """Issue 18: with no tools/list pending, the gateway asks the upstream itself (every page, under
-    an id of its own, never shown to the client); a tool the whole list does not name goes on for
-    the upstream to answer (it is the authority on its tools), and is reported as the client's."""
+    an id of its own, never shown to the client); issue 30 row 9: a tool the whole list does not name
+    is refused (`tool_not_found`, enforce mode) and never forwarded, reported as the client's."""
     peer = Peer(tmp_path, upstream=PAGED_UPSTREAM)
     handshake(peer, "2025-11-25")
     bad = peer.call(call(2, "strict", n="seven"))  # `strict` is on the third page
@@ -118,16 +123,14 @@ def test_a_call_before_any_tools_list_is_checked_against_the_list_the_gateway_fe
     fine = peer.call(call(3, "strict", n=7))
     assert fine == {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "ok"}]}}
     unknown = peer.call(call(4, "nope"))
-    assert (unknown["id"] == 4 and "error" not in unknown) or unknown["error"][
-        "code"
-    ] != CanonicalError.TOOL_NOT_FOUND.mcp_code
+    assert unknown["id"] == 4 and unknown["error"]["code"] == CanonicalError.TOOL_NOT_FOUND.mcp_code
     assert peer.finish()[0] == 0
     report = report_of(tmp_path)
     assert report["frames"]["server_to_client"]["tools/list"] == 4  # one fetch, four pages; then the list is whole
     assert "tools/list" not in report["frames"]["client_to_server"]
-    assert report["frames"]["server_to_client"]["tools/call"] == 2  # the valid call and the unlisted one went on
-    assert report["violations"]["invalid_tool_input"] == 1 and report["violations"]["tool_not_listed"] == 1
-    assert report["violations_by_party"]["tool_not_listed"] == {"client": 1}
+    assert report["frames"]["server_to_client"]["tools/call"] == 1  # the valid call only went on
+    assert report["violations"]["invalid_tool_input"] == 1 and report["violations"]["tool_not_found"] == 1
+    assert report["violations_by_party"]["tool_not_found"] == {"client": 1}
 
 
 def test_observe_mode_forwards_a_call_of_a_tool_it_could_not_learn_and_reports_it(tmp_path: Path) -> None:
@@ -165,16 +168,17 @@ def test_a_call_waits_no_longer_than_the_check_wait_for_a_list_that_never_comes(
     assert "tools/call" not in report_of(tmp_path)["frames"].get("server_to_client", {})
 
 
-def test_a_gateway_refusal_never_overtakes_the_upstreams_reply_to_an_earlier_request(tmp_path: Path) -> None:
-    """Issue 18: on NDJSON an answer the gateway makes itself waits for the upstream's replies to
-    the same client's earlier requests (`deferred` is answered only when the upstream reads on)."""
+def test_a_gateway_refusal_does_not_wait_for_the_upstreams_reply_to_an_earlier_request(tmp_path: Path) -> None:
+    """Issue 29 (no head-of-line blocking; issue 18 held it back): an answer the gateway makes itself
+    leaves at once, before the upstream's reply to an earlier request (`deferred` is answered only
+    when the upstream reads on, here the ping after it)."""
     peer = Peer(tmp_path, upstream=BROKEN_UPSTREAM)
     handshake(peer, "2025-11-25")
     assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["id"] == 2
     peer.send(one_write(call(3, "deferred"), call(4, "strict", n="x"), {"jsonrpc": "2.0", "id": 5, "method": "ping"}))
     replies = receive_all(peer, 3)
-    assert [reply["id"] for reply in replies] == [3, 4, 5]
-    assert replies[1]["result"]["isError"] is True
+    assert [reply["id"] for reply in replies] == [4, 3, 5]
+    assert replies[0]["result"]["isError"] is True
     assert peer.finish()[0] == 0
 
 

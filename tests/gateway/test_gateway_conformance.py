@@ -28,7 +28,16 @@ pytestmark = pytest.mark.conformance
 REVISIONS = ("2025-11-25", "2026-07-28")  # the pre-release line's requirement sets (`--requirements`)
 # (requirement set, scenario) → why the gateway fails what the target passes served directly. A gap
 # the gateway closes must leave this table: the test checks each still fails through the gateway.
-GATEWAY_GAPS: dict[tuple[str, str], str] = {}
+GATEWAY_GAPS: dict[tuple[str, str], str] = {
+    ("2026-07-28", "server-stateless"): "two of its checks call diagnostic tools the target does not list"
+    " (test_streaming_elicitation, test_logging_tool) and take its answer to an unknown tool for a pass;"
+    " the gateway refuses a tool its upstream does not list (tool_not_found; issue 30 row 9, ADR 26)",
+}
+# Scenarios of the release line that call a tool server-everything does not list: it answers with a
+# tool result saying so, which the scenario takes for a pass; the gateway, which refuses a tool its
+# upstream does not list (`tool_not_found`, -32602, as the MCP spec answers an unknown tool; issue
+# 30 row 9, ADR 26), fails them. The test checks each still passes directly and fails through.
+EVERYTHING_UNLISTED = {"tools-call-simple-text", "tools-call-error"}
 # (requirement set, scenario) → why a bridged run fails what the target passes served directly: a
 # feature of one era the other has not (ADR 24). Every other scenario passes through the bridge.
 _ASKS_BY_REQUEST = "the tool asks its client by a server-to-client request, which a 2026-07-28 server cannot send"
@@ -179,7 +188,9 @@ def test_the_conformance_suite_gives_the_same_results_through_the_gateway_as_dir
     assert release["target/gateway"] == release["target/direct"]
     assert release["target/upstream"] == release["target/gateway"]
     assert set(release["target/gateway"].values()) == {"pass"}
-    assert passes(release["everything/direct"]) <= passes(release["everything/gateway"])
+    everything_direct, everything_gateway = passes(release["everything/direct"]), passes(release["everything/gateway"])
+    assert everything_direct - EVERYTHING_UNLISTED <= everything_gateway
+    assert everything_direct - everything_gateway >= EVERYTHING_UNLISTED
     next_line = {key: run.results for key, run in found[CONFORMANCE_NEXT].items()}
     for revision in REVISIONS:
         direct = passes(next_line[f"{revision}/{DIRECT.name}"])

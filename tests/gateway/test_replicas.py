@@ -31,7 +31,9 @@ from ..distro import find_program
 from ..node_tools import CONFORMANCE, CONFORMANCE_NEXT, node_command
 from ..transport.test_child_process import alive
 from ..transport.test_http_status_by_version import sdk_session
+from .authorization import authorization_server
 from .conformance import TARGET, SuiteRun, free_port, results_file, run_suite
+from .test_front_auth import oauth_provider, official_client
 from .test_gateway import SDK_UPSTREAM, children_of, report_of
 from .test_gateway_http import HEADERS, Gateway, body_of, http_gateway, rpc
 from .test_gateway_policy import APPROVAL_POLICY
@@ -77,9 +79,11 @@ def _wait_healthy(url: str, haproxy: subprocess.Popen[bytes], log: Path) -> None
 
 
 @contextmanager
-def balanced(tmp_path: Path, *options: str, upstream: list[str] = SDK_UPSTREAM, **env: str) -> Iterator[Pool]:
-    """HAProxy with the shipped configuration before three gateway replicas (``options``, ``env``);
-    on the way out, no process of theirs is left."""
+def balanced(
+    tmp_path: Path, *options: str, upstream: list[str] = SDK_UPSTREAM, port: int | None = None, **env: str
+) -> Iterator[Pool]:
+    """HAProxy with the shipped configuration (on ``port``, else a free one) before three gateway
+    replicas (``options``, ``env``); on the way out, no process of theirs is left."""
     executable = _haproxy()
     dirs = [tmp_path / f"replica-{index}" for index in range(1, REPLICAS + 1)]
     with ExitStack() as stack:
@@ -87,7 +91,7 @@ def balanced(tmp_path: Path, *options: str, upstream: list[str] = SDK_UPSTREAM, 
         for directory in dirs:
             directory.mkdir()
             replicas.append(stack.enter_context(http_gateway(directory, *options, upstream=upstream, env=env)))
-        port, log = free_port(), tmp_path / "haproxy.log"
+        port, log = port or free_port(), tmp_path / "haproxy.log"
         addresses = {f"MCP_GATEWAY_{i}": urlsplit(r.url).netloc for i, r in enumerate(replicas, start=1)}
         haproxy = subprocess.Popen(
             [executable, "-db", "-f", str(HAPROXY_CONFIG)],
@@ -356,3 +360,42 @@ def test_a_gateway_holding_calls_without_a_shared_key_says_its_grants_are_its_ow
         assert alone.process.stderr is not None
         told = alone.process.stderr.read()
     assert b"MCP_APPROVAL_KEY" in told  # named in that warning only
+
+
+def test_authentication_through_the_load_balancer_is_the_same_on_every_replica(tmp_path: Path) -> None:
+    """Issue 31: replicas checking JWTs of one issuer for the balancer's public URL (`--auth-resource`)
+    refuse a request without a token alike (one challenge, whichever replica answers), publish one
+    protected resource metadata, and the official client with its OAuth provider authorizes through
+    HAProxy and makes calls spread over the replicas."""
+    port = free_port()
+    public = f"http://127.0.0.1:{port}/mcp"
+    with authorization_server(tmp_path) as issuer:
+        options = ("--auth", f"jwt:{issuer}", "--auth-resource", public)
+        with balanced(tmp_path, *options, port=port) as pool, httpx.Client(timeout=WAIT) as raw:
+            refusals = [raw.post(pool.url, json=rpc(0, "ping"), headers=HEADERS) for _ in range(REPLICAS)]
+            documents = [
+                raw.get(public.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")).json()
+                for _ in range(REPLICAS)
+            ]
+            answers = asyncio.run(asyncio.wait_for(_authorized_calls(public, 6), WAIT))
+    assert {r.status_code for r in refusals} == {CanonicalError.UNAUTHORIZED.http_status}
+    assert len({r.headers["www-authenticate"] for r in refusals}) == 1
+    assert (
+        documents
+        == [{"resource": public, "bearer_methods_supported": ["header"], "authorization_servers": [issuer]}] * 3
+    )
+    assert answers == [f"call {n}" for n in range(6)]
+    # Each session stays on the replica that opened it; the sessions went round-robin over all three.
+    opened = [report_of(d)["frames"]["client_to_server"].get("initialize", 0) for d in pool.dirs]
+    assert sum(opened) == 6 and min(opened) >= 1, opened
+
+
+async def _authorized_calls(url: str, count: int) -> list[str]:
+    """``count`` sessions of the official client, one OAuth provider (it authorizes once), a call each."""
+    provider, _ = oauth_provider(url)
+    answers = []
+    for number in range(count):
+        async with official_client(url, auth=provider) as client:
+            result = await client.call_tool("echo", {"text": f"call {number}"})
+            answers.append(str(result.content[0].text))  # type: ignore[union-attr]
+    return answers

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from mcp_server.core.errors import CanonicalError
 from mcp_server.offline.check import RULES, CaptureError, check_capture
 from mcp_server.registry.schemas import SchemaRegistry
 
@@ -27,9 +28,9 @@ Record = tuple[str, dict[str, Any]]
 class Recorder:
     """A raw NDJSON client of a real MCP server process, recording every frame with its direction."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, command: list[str] = SDK_SERVER) -> None:
         self.process = subprocess.Popen(
-            SDK_SERVER,
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -156,6 +157,46 @@ def test_a_clean_recorded_sdk_session_exits_0(tmp_path: Path, session_2025: list
     assert "result: clean" in result.stdout
     assert "protocol 2025-11-25" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def record_probing_session(tmp_path: Path, command: list[str]) -> list[Record]:
+    """What the official SDK client does in its default mode: `server/discover` first, and on a
+    refusal (-32601 from a handshake-era server) `initialize`, then the session as usual."""
+    recorder = Recorder(tmp_path, command)
+    try:
+        meta = meta_2026()
+        meta["_meta"]["io.modelcontextprotocol/clientInfo"] = {"name": "test", "version": "1"}
+        refused = recorder.call({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": meta})
+        assert refused["error"]["code"] == CanonicalError.METHOD_NOT_FOUND.jsonrpc_code
+        assert recorder.call(initialize_frame("2025-11-25", 1))["result"]["protocolVersion"] == "2025-11-25"
+        recorder.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        recorder.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        recorder.call({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    finally:
+        recorder.close()
+    return recorder.records
+
+
+def test_check_gives_a_probing_sessions_frames_the_live_gateways_verdicts(tmp_path: Path) -> None:
+    """Issue 29, row 6: discover refused with -32601 and then `initialize` is a 2025-11-25 session for
+    `check` as for the gateway (it flagged `initialize` method_not_found, judging it at 2026-07-28)."""
+    legacy = [sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_target.py"), "--era", "legacy"]
+    records = record_probing_session(tmp_path, legacy)
+    capture = write_raw(tmp_path / "capture.ndjson", records)
+    checked = json.loads(run_check(tmp_path, str(capture), "--format", "json").stdout)
+    runs = tmp_path / "runs"
+    live = subprocess.run(
+        [sys.executable, "-m", "mcp_server", "gateway", "--mode", "observe", "--", *legacy],
+        input="".join(json.dumps(frame) + "\n" for sent, frame in records if sent == C2S),
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 2,
+        env=server_env(tmp_path, MCP_RUNS_DIR=str(runs)),
+    )
+    assert len(live.stdout.splitlines()) == sum(1 for sent, _ in records if sent == S2C), live.stderr
+    [report] = runs.rglob("*-report.json")
+    assert checked["violations"] == json.loads(report.read_text())["violations"] == {}
+    assert checked["protocol_version"] == "2025-11-25"
 
 
 def test_a_clean_recorded_2026_session_is_checked_against_2026(tmp_path: Path, session_2026: list[Record]) -> None:

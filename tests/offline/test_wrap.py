@@ -148,13 +148,11 @@ def test_undo_refuses_to_lose_a_change_made_after_the_wrap(tmp_path: Path) -> No
     assert config.read_bytes() == original
 
 
-def test_a_remote_server_with_headers_of_its_own_is_left_as_it_is(tmp_path: Path) -> None:
-    """Issue 23: a server the gateway cannot reach as configured (headers, legacy SSE) is left alone."""
+def test_a_legacy_sse_server_is_left_as_it_is(tmp_path: Path) -> None:
+    """Issue 23: a server the gateway cannot reach as configured (legacy SSE) is left alone; one with
+    headers of its own is wrapped since issue 31 (tests/gateway/test_upstream_credentials.py)."""
     config = tmp_path / "mcp.json"
-    entries = {
-        "auth": {"type": "http", "url": "https://example.test/mcp", "headers": {"Authorization": "Bearer x"}},
-        "old": {"type": "sse", "url": "https://example.test/sse"},
-    }
+    entries = {"old": {"type": "sse", "url": "https://example.test/sse"}}
     config.write_text(json.dumps({"servers": entries}))
     result = wrap(tmp_path, str(config))
     assert result.returncode == 0, result.stderr

@@ -131,9 +131,10 @@ def gateway_command(*options: str) -> list[str]:
     return [sys.executable, "-m", "mcp_server", "gateway", "--mode", "observe", *options, "--", *FAST_UPSTREAM]
 
 
-def connect(path: Path) -> socket.socket:
+def connect(path: Path, ready: Path | None = None) -> socket.socket:
+    """A client of the socket at ``path``, once its server's ``ready`` file says it listens."""
     deadline = time.monotonic() + WAIT
-    while not path.exists():
+    while ready is not None and not ready.exists():
         assert time.monotonic() < deadline, f"nothing listened at {path}"
         time.sleep(0.02)
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -216,7 +217,8 @@ def test_100000_pipelined_frames_through_the_gateway_on_stdio_all_come_back_in_o
 def test_100000_pipelined_frames_through_the_gateway_on_a_unix_socket_all_come_back_in_order(tmp_path: Path) -> None:
     """Issue 18: the gateway's `--listen unix:PATH` front: every reply, in order, memory bounded."""
     path = tmp_path / "gateway.sock"
-    with stdio(tmp_path, gateway_command(f"--listen=unix:{path}")) as process, connect(path) as client:
+    ready = tmp_path / "mcp.ready"  # (server_env's)
+    with stdio(tmp_path, gateway_command(f"--listen=unix:{path}")) as process, connect(path, ready) as client:
         handshake(client.fileno(), client.fileno())
         pipeline(client.fileno(), client.fileno(), process.pid)
         client.close()

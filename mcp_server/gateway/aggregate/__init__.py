@@ -10,21 +10,26 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ... import __version__
 from ...core.settings import SetupError
+from ...core.types import SERVER_TO_CLIENT
 from ...observe.report import ConformanceReport
+from ...registry.credentials import upstream_headers
 from ...registry.lockfile import LockCheck, Lockfile
 from ...transport.connection import Connection
 from ..bridge.upstream_side import UpstreamSide
+from ..config import GatewayConfig
 from ..session import Checks
 from .aggregate import Aggregate
 from .member import Hello, Member, State
 from .names import expose, name_problems
 from .servers import AggregateOptions, ServerSpec, read_servers
 
-__all__ = ["AggregateOptions", "ServerSpec", "aggregate_name", "aggregated", "read_servers", "start"]
+__all__ = ["AggregateOptions", "Fleet", "ServerSpec", "aggregate_name", "aggregated", "read_servers", "start"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -41,7 +46,7 @@ def aggregate_name(specs: Sequence[ServerSpec]) -> str:
 def _connector(spec: ServerSpec, checks: Checks, redact: Callable[[str], str]) -> Callable[[], Connection]:
     """How the server's connection is made: a child process of its own or a Streamable HTTP client
     (the era bridge in front when it speaks only one version)."""
-    limit, grace = checks.max_frame_bytes, checks.config.grace_seconds
+    limit, grace = checks.config.held_bytes(SERVER_TO_CLIENT), checks.config.grace_seconds
 
     def connect() -> Connection:
         if spec.url is not None:
@@ -147,3 +152,42 @@ async def _ask_all(
     ]
     await aggregate.close()
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """An aggregate's servers and options as start-up read them (an HTTP server's headers expanded:
+    ``${VAR}``, ``${file:PATH}``, as for one upstream), and what no output may show."""
+
+    specs: tuple[ServerSpec, ...]
+    options: AggregateOptions
+    secrets: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return aggregate_name(self.specs)
+
+    @classmethod
+    def read(cls, config: GatewayConfig, servers_path: Path | None, environ: Mapping[str, str]) -> Fleet | None:
+        """The servers of ``--servers`` or the configuration's ``servers`` (``None``: none, one upstream)."""
+        specs, options = read_servers(config, servers_path)
+        if not specs:
+            return None
+        expanded: list[ServerSpec] = []
+        secrets: list[str] = []
+        for spec in specs:
+            headers = upstream_headers((), spec.headers, environ, base=config.folder)
+            expanded.append(dataclasses.replace(spec, headers=dict(headers.headers)))
+            secrets += headers.secrets
+        return cls(tuple(expanded), options, tuple(secrets))
+
+    def upstreams(self, checks: Checks, redact: Callable[[str], str]) -> Callable[[], Connection]:
+        """How each session's upstream is made, once start-up found every name usable: an aggregate,
+        each server held to its own lockfile entry (``checks.lock``); a client of the stateless era
+        is carried to it by the era bridge (an aggregate per client identity)."""
+        lock, outer = checks.lock, checks._replace(lock=None, lock_server=None)
+        known = start(self.specs, self.options, outer, lock, redact)
+        from ..bridge import bridged
+
+        new_aggregate = aggregated(self.specs, self.options, outer, lock, redact, known)
+        return bridged(new_aggregate, outer, outer.registry.latest_handshake)

@@ -177,7 +177,7 @@ async def _pump(member: Member, owner: Owner) -> None:
     loop = asyncio.get_running_loop()
     member.heard_at = loop.time()
     try:
-        async for raw, size in connection.frames():
+        async for raw, size, *_ in connection.frames():  # (replies are read by the aggregate's own ids)
             member.heard_at = loop.time()
             await owner.heard(member, raw, size)
     except Exception:  # a fault in one frame's handling ends this server's life only

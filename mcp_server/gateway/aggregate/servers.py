@@ -95,7 +95,7 @@ def read_servers(config: GatewayConfig, servers_path: Path | None) -> tuple[list
     client's file's other servers), and its options; no servers: not an aggregate."""
     options = AggregateOptions.of(config.aggregate)
     named = config.aggregate.get("servers_file")
-    path = servers_path or (None if named is None else config.folder / str(named))
+    path = servers_path or (None if named is None else (config.folder or Path()) / str(named))
     from_file = {} if path is None else _client_file(path)
     specs: list[ServerSpec | None] = []
     for name, table in config.servers.items():

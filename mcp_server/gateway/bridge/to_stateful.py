@@ -29,7 +29,7 @@ from ...registry.versions import (
     SERVER_INFO_META,
     stated_version,
 )
-from ...transport.connection import Connection
+from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
 from ..session import Checks
 from ..verdicts import stand_in_answer
@@ -145,10 +145,10 @@ class StatefulUpstreams:
         assert self._first is not None
         await self._first.open()
 
-    def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+    def frames(self) -> AsyncIterator[Received]:
         return self._frames()
 
-    async def _frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+    async def _frames(self) -> AsyncIterator[Received]:
         await self._decided.wait()
         if self._passthrough:
             assert self._first is not None
@@ -479,7 +479,7 @@ class StatefulUpstreams:
 
     async def _pump(self, identity: _Identity) -> None:
         try:
-            async for raw, size in identity.connection.frames():
+            async for raw, size, *_ in identity.connection.frames():  # (the bridge reads replies by its own ids)
                 await self._heard(identity, raw, size)
                 await self._out.room()  # the client reads slower: the upstream is read no faster
         except Exception:  # a bridge fault must not end the other identities' traffic

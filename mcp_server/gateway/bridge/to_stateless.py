@@ -34,7 +34,7 @@ from ...registry.versions import (
     SERVER_INFO_META,
     stated_version,
 )
-from ...transport.connection import Connection
+from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
 from ..session import Checks
 from ..verdicts import stand_in_answer, standing_in
@@ -120,7 +120,7 @@ class StatelessUpstream:
 
     # -- frames for the client ----------------------------------------------------------------
 
-    async def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+    async def frames(self) -> AsyncIterator[Received]:
         await self._decided.wait()
         if self._passthrough:
             async for item in self._inner.frames():
@@ -137,7 +137,7 @@ class StatelessUpstream:
 
     async def _read_upstream(self) -> None:
         try:
-            async for raw, size in self._inner.frames():
+            async for raw, size, *_ in self._inner.frames():  # (the bridge reads replies by its own ids)
                 await self._heard(raw, size)
                 await self._out.room()  # the client reads slower: the upstream is read no faster
         finally:

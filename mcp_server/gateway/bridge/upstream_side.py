@@ -62,13 +62,14 @@ class UpstreamSide:
         config: GatewayConfig | None = None,
         tool_schemas: bool = False,
     ) -> None:
-        registry, limit = checks.registry, checks.max_frame_bytes
+        registry = checks.registry
         self.session = Session()
         self.transport = f"upstream ({label})"
         self.verdicts = Verdicts(config or checks.config, checks.report, registry, lock)
         self._tools = UpstreamTools(registry)
         tools = self._tools if tool_schemas else None
-        self._sending = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=limit)
+        self._sending = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=checks.max_frame_bytes)
+        limit = checks.max_server_frame_bytes
         self._hearing = build_chain(registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=limit)
         checks.report.open_session(self.session, self.transport, server=server)
 
