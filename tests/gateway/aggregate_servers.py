@@ -79,15 +79,17 @@ class Running:
 
 
 @contextmanager
-def http_gateway(tmp_path: Path, *options: str) -> Iterator[Running]:
-    """The gateway on its HTTP front, once ready; stopped (SIGTERM) at the end."""
+def http_gateway(tmp_path: Path, *options: str, env: Mapping[str, str] | None = None) -> Iterator[Running]:
+    """The gateway on its HTTP front, once ready (``env``: variables of its own); stopped (SIGTERM)
+    at the end, its stderr kept in ``tmp_path/gateway.err``."""
     ready = tmp_path / f"gateway-{time.monotonic_ns()}.ready"
+    errors = (tmp_path / "gateway.err").open("ab")
     process = subprocess.Popen(
         gateway_command("--listen", "http://127.0.0.1:0/mcp", *options),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs")),
+        stderr=errors,
+        env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs"), **(env or {})),
         cwd=tmp_path,
     )
     deadline = time.monotonic() + WAIT
@@ -104,6 +106,7 @@ def http_gateway(tmp_path: Path, *options: str) -> Iterator[Running]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(WAIT)
+        errors.close()
 
 
 def command_line(pid: int) -> str:

@@ -274,23 +274,28 @@ def test_each_server_negotiates_its_own_version_and_is_checked_at_it(tmp_path: P
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # sampling: the era's own
 def test_a_server_over_http_with_headers_and_a_stateless_client_meet_through_the_aggregate(tmp_path: Path) -> None:
-    """Issue 33: a server table with a URL and headers (the headers reach the server), next to one
-    with a command; a client of the stateless era (2026-07-28, the official SDK client) on the HTTP
-    front is carried to the aggregate by the era bridge: its calls and a server's sampling request."""
+    """Issue 33: a server table with a URL and headers (read at start-up as an upstream's are, issue
+    31: the value reaches the server and appears in no output), next to one with a command; a client
+    of the stateless era (2026-07-28, the official SDK client) on the HTTP front is carried to the
+    aggregate by the era bridge: its calls and a server's sampling request."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
+    secret = "blue-team-credential-4711"
     servers = {
-        "remote": {"url": url, "headers": {"X-Team": "blue"}},
+        "remote": {"url": url, "headers": {"X-Team": "${TEAM_TOKEN}"}},
         "local": fleet("local"),
     }
     config = write_config(tmp_path, servers)
     with (
         running([*FLEET, "http", str(port)], url, server_env(tmp_path)),
-        http_gateway(tmp_path, "--config", str(config)) as gateway,
+        http_gateway(tmp_path, "--config", str(config), env={"TEAM_TOKEN": secret}) as gateway,
     ):
         found = asyncio.run(asyncio.wait_for(stateless_session(gateway.url), 2 * WAIT))
     team, total, sampled = found
-    assert team == "blue" and total == {"total": 3} and sampled == "42"
+    assert team == secret and total == {"total": 3} and sampled == "42"
+    outputs = [path.read_bytes() for path in (tmp_path / "runs").rglob("*") if path.is_file()]
+    assert outputs and not any(secret.encode() in output for output in outputs)
+    assert secret not in (tmp_path / "gateway.err").read_text()
 
 
 async def stateless_session(url: str) -> list[Any]:
