@@ -403,7 +403,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     detail = {"mode": "gateway", "schemas": gateway.checks.registry.provenance}
     events.emit("start", status="started", transport=listen.front, detail=detail)
     ready = f"upstream={gateway.upstream_name} policy={gateway.checks.config.mode.value}"
-    ready += f" loop={loop_name(settings.event_loop)}"  # uvloop where installed (issue 34)
+    ready += f" loop={loop_name(settings.event_loop, stdio=listen.front == 'stdio')}"  # uvloop where installed
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:

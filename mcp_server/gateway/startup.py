@@ -358,7 +358,8 @@ def _upstreams(
 def run_stdio(gateway: Gateway) -> int:
     from .ndjson_front import run_stdio as serve
 
-    return run(serve(gateway.new_upstream(), gateway.checks, gateway.settings.runs_dir), gateway.settings.event_loop)
+    serving = serve(gateway.new_upstream(), gateway.checks, gateway.settings.runs_dir)
+    return run(serving, gateway.settings.event_loop, stdio=True)
 
 
 def run_socket(gateway: Gateway, listener: socket.socket, on_ready: Callable[[], None]) -> int:

@@ -116,7 +116,7 @@ def run_stdio(server: Server, on_ready: Callable[[], None]) -> None:
 
     limit = server.settings.max_frame_bytes
     serving = serve_stdio(server.handler, max_frame_bytes=limit, on_ready=on_ready, connect=attach_peer)
-    run(serving, server.settings.event_loop)
+    run(serving, server.settings.event_loop, stdio=True)
 
 
 def run_socket(server: Server, on_ready: Callable[[], None]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import selectors
 import stat
 import threading
 from collections import deque
@@ -134,9 +135,20 @@ _background: set[asyncio.Task[object]] = set()
 
 
 def _pollable(fd: int) -> bool:
-    """A pipe, socket or character device: something the event loop can wait on."""
+    """A pipe, socket or character device the system can wait on (a terminal): something the event
+    loop can watch. ``/dev/null`` is a character device no poller takes: it is read and written
+    directly (asyncio's loop passed over it, uvloop's refuses it)."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    if not stat.S_ISCHR(mode):
+        return False
+    try:
+        with selectors.DefaultSelector() as probe:
+            probe.register(fd, selectors.EVENT_READ | selectors.EVENT_WRITE)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _reopen(fd: int, access: int) -> BinaryIO:

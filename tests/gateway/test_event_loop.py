@@ -9,6 +9,7 @@ SDK client in front (its STDIO transport, the gateway's stderr kept in a file).
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,21 @@ def test_an_unknown_event_loop_setting_stops_the_gateway_before_it_starts(tmp_pa
     assert done.returncode == 2
     assert "reason=setup_failed" in done.stderr.decode() and "MCP_EVENT_LOOP" in done.stderr.decode()
     assert done.stdout == b""
+
+
+@pytest.mark.parametrize("loop", ["auto", "asyncio"])
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_a_stdin_and_stdout_on_dev_null_end_the_session_cleanly_on_each_loop(
+    tmp_path: Path, loop: str, command: str
+) -> None:
+    """Issue 34: ``/dev/null`` is a character device no poller takes (uvloop's loop refuses it, and
+    asyncio's refused it as stdin): it is read and written directly, the run ends at its end with 0."""
+    import subprocess
+
+    argv = gateway_command() if command == "gateway" else [*gateway_command()[:3], "serve"]
+    env = server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"), MCP_EVENT_LOOP=loop)
+    with open(os.devnull, "rb") as nothing_in, open(os.devnull, "wb") as nothing_out:
+        done = subprocess.run(argv, stdin=nothing_in, stdout=nothing_out, stderr=subprocess.PIPE, env=env, timeout=WAIT)
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    assert "Traceback" not in stderr and f"mcp:shutdown mode={'gateway' if command == 'gateway' else 'stdio'}" in stderr
