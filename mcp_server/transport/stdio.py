@@ -135,19 +135,18 @@ _background: set[asyncio.Task[object]] = set()
 
 
 def _pollable(fd: int) -> bool:
-    """A pipe, socket or character device the system can wait on (a terminal): something the event
-    loop can watch. ``/dev/null`` is a character device no poller takes: it is read and written
-    directly (asyncio's loop passed over it, uvloop's refuses it)."""
+    """A pipe, socket or terminal: something the event loop can wait on. Other character devices
+    (``/dev/null``, ``/dev/zero``) are refused by epoll, so they are asked, not assumed."""
     mode = os.fstat(fd).st_mode
     if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         return True
     if not stat.S_ISCHR(mode):
         return False
-    try:
-        with selectors.DefaultSelector() as probe:
-            probe.register(fd, selectors.EVENT_READ | selectors.EVENT_WRITE)
-    except (OSError, ValueError):
-        return False
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except OSError:
+            return False
     return True
 
 
