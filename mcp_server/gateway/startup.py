@@ -115,9 +115,7 @@ def prepare(
     ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
-    registry = SchemaRegistry(
-        assert_formats=settings.assert_formats or assert_formats, compile_all=settings.compile_all_schemas
-    )
+    registry = _registry(settings, assert_formats)
     flags = dict(lock=lock_path, lock_server=lock_server, max_frame_bytes=limits[0], max_server_frame_bytes=limits[1])
     config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
     fleet = _fleet(config, servers_path, bool(upstream_url or command), bridge, environ)
@@ -150,6 +148,12 @@ def prepare(
         front_check=front_check,
         passthrough=passthrough,
     )
+
+
+def _registry(settings: Settings, assert_formats: bool) -> SchemaRegistry:
+    """The schemas, each compiled on first use (or every version now: ``MCP_COMPILE_ALL_SCHEMAS``)."""
+    formats = settings.assert_formats or assert_formats
+    return SchemaRegistry(assert_formats=formats, compile_all=settings.compile_all_schemas)
 
 
 def _checks(
