@@ -447,4 +447,4 @@ def run_http(
         access = FrontAccess(passthrough=UpstreamResource(gateway.upstream_url, resource))
     checks, runs_dir = gateway.checks, settings.runs_dir
     serving = run_gateway_http(gateway.new_upstream, checks, options, listener, runs_dir, on_ready, access)
-    return run(serving, settings.event_loop)
+    return run(serving, "asyncio")  # on uvloop a session's end waited out a timeout: asyncio's loop here

@@ -169,4 +169,4 @@ def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, 
         resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
     auth = None if server.front_check is None else FrontAuth(check=server.front_check(resource), resource=resource)
     app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events, auth=auth)
-    run(serve_http(app, listener, on_ready=on_ready, read_seconds=options.read_seconds), settings.event_loop)
+    run(serve_http(app, listener, on_ready=on_ready, read_seconds=options.read_seconds), "asyncio")  # as the gateway's
