@@ -16,8 +16,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
-from ..chain.boundary import contain, render_rejection
-from ..chain.compose import Chain, build_chain
+from ..chain.boundary import render_rejection
 from ..chain.policy_check import PolicyCheck, needs_approval
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
@@ -41,6 +40,8 @@ from ..execution.grants import GrantSigner
 from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
 from ..execution.single_use import SingleUse
+from ..ledger.ledger import Ledger
+from ..ledger.verdicts import Action, answer_in_place
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport
 from ..observe.tracing import Span, Tracer, incoming
@@ -50,12 +51,11 @@ from ..registry.tools import UpstreamTools
 from ..registry.versions import stateless_version
 from ..transport.connection import Connection
 from ..transport.http import accepts_event_stream
-from .config import GatewayConfig, Mode
+from .config import GatewayConfig
 from .deadlines import Deadlines
 from .ending import end_pending, expire
 from .readiness import Readiness
 from .stateless_hold import admitted_params, can_be_asked, continued, input_required
-from .verdicts import Action, Verdicts, stand_in_answer
 
 __all__ = ["Checks", "ClientSide", "GatewaySession", "Handled"]
 
@@ -134,39 +134,14 @@ def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bo
     return can
 
 
-def _chains(checks: Checks, tools: UpstreamTools, lock: LockCheck | None) -> tuple[Chain, Chain]:
-    """The client→server and server→client chains of one session (the policy in both; one version
-    per session and the tool lockfile for what the client sends)."""
-    registry, policy = checks.registry, checks.policy
-    inbound = outbound = None
-    if policy is not None:
-        inbound = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, checks))
-        outbound = PolicyCheck(policy, SERVER_TO_CLIENT)
-    return (
-        build_chain(
-            registry,
-            CLIENT_TO_SERVER,
-            tools=tools,
-            max_frame_bytes=checks.max_frame_bytes,
-            policy=inbound,
-            one_version=True,
-            lock=lock,
-        ),
-        build_chain(
-            registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=checks.max_server_frame_bytes, policy=outbound
-        ),
+def _policies(checks: Checks) -> tuple[PolicyCheck | None, PolicyCheck | None]:
+    """The policy's stage of each direction (a call it holds may be asked of the client)."""
+    policy = checks.policy
+    if policy is None:
+        return None, None
+    return PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, checks)), PolicyCheck(
+        policy, SERVER_TO_CLIENT
     )
-
-
-def _check(chain: Chain, frame: Frame) -> Message | Rejection:
-    """The chain's verdict on ``frame``; a reply read as the answer to a waiting request, valid or
-    refused, settles it in the session."""
-    try:
-        verdict: Message | Rejection = chain.check(frame)
-    except Exception as failure:
-        verdict = contain(failure)
-    frame.session.answered(frame.direction, verdict if isinstance(verdict, Message) else verdict.message)
-    return verdict
 
 
 def _relayed(frame: Frame, message: Message | None) -> Reply:
@@ -227,14 +202,22 @@ class GatewaySession:
         session: Session | None = None,
     ) -> None:
         self.checks, self.upstream, self.transport = checks, upstream, transport
-        self.session = session or Session()
+        self.session = session if session is not None else Session()
         self.events = checks.events
-        self.tools = UpstreamTools(checks.registry, waits=True)  # a call is checked once its tool is listed
-        self.lock = None if checks.lock is None else LockCheck(checks.lock, checks.lock_server)
-        self.verdicts = Verdicts(checks.config, checks.report, checks.registry, self.lock)
+        lock = None if checks.lock is None else LockCheck(checks.lock, checks.lock_server)
+        self.ledger = Ledger(
+            checks.registry,
+            checks.config,
+            checks.report,
+            session=self.session,
+            tools=UpstreamTools(checks.registry, waits=True),  # a call is checked once its tool is listed
+            limits=(checks.max_frame_bytes, checks.max_server_frame_bytes),
+            lock=lock,
+            policies=_policies(checks),
+        )
+        self.tools, self.verdicts = self.ledger.tools, self.ledger.verdicts
         self.tracer = checks.tracer
         self.spans: dict[RequestId, tuple[Span, str]] = {}  # exported spans of calls upstream, and verdicts
-        self.inbound, self.outbound = _chains(checks, self.tools, self.lock)
         self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
         self.readiness = Readiness(self.session, self.tools, self.own, checks.config.check_wait_seconds)
         self.deadlines = Deadlines(checks.config.request_timeout_seconds, checks.policy, self._expired)
@@ -260,11 +243,11 @@ class GatewaySession:
         began = 0.0 if self.events is None else perf_counter()
         if self.readiness.initialize is not None:
             await self.readiness.initialized()  # the frame waits for the version that checks it
-        verdict = _check(self.inbound, frame)
+        verdict = self.ledger.check(frame)
         if isinstance(verdict, Rejection) and (tool := self.readiness.unlisted(verdict)) is not None:
             assert verdict.message is not None
             await self.readiness.learn(tool, verdict.message)
-            verdict = _check(self.inbound, frame)
+            verdict = self.ledger.check(frame)
         if isinstance(verdict, Message):
             return await self._client_frame(frame, verdict, began)
         return await self._client_refused(frame, verdict, began)
@@ -275,8 +258,7 @@ class GatewaySession:
             if self.events is not None:  # not the client's request to cancel: it goes no further
                 self.events.frame(frame, message, None, began)
             return _NOTHING
-        self.verdicts.learn(frame, message, self.tools)
-        self.checks.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
+        self.ledger.passed(frame, message)
         handled, span = _NOTHING, None
         if message.kind is REQUEST:
             if self.tracer.always or frame.headers is not None or (message.params and "_meta" in message.params):
@@ -440,7 +422,7 @@ class GatewaySession:
         except Rejection as refusal:
             self.verdicts.violation(refusal.error.slug, frame, message)
             self._decided(message, "denied", refusal)
-            return stand_in_answer(self.checks.registry, refusal, message.id, message.method, message.version)
+            return answer_in_place(self.checks.registry, refusal, message.id, message.method, message.version)
         if admitted is None:
             self._decided(message, "held")
             result = input_required(grants, policy, message)
@@ -491,7 +473,7 @@ class GatewaySession:
             self.session.settle(CLIENT_TO_SERVER, message.id)
             self.verdicts.violation(refusal.error.slug, self._stand_in(CLIENT_TO_SERVER), message)
             self._decided(message, "denied", refusal)
-            return stand_in_answer(self.checks.registry, refusal, message.id, message.method, message.version)
+            return answer_in_place(self.checks.registry, refusal, message.id, message.method, message.version)
         finally:
             self.askers.discard(asker)
         self._decided(message, "allowed")
@@ -537,7 +519,7 @@ class GatewaySession:
         """One upstream frame (``carried_by``: the request whose HTTP response carried it)."""
         began = 0.0 if self.events is None else perf_counter()
         frame = Frame(raw, "upstream", self.session, size, SERVER_TO_CLIENT)
-        verdict = _check(self.outbound, frame)
+        verdict = self.ledger.check(frame)
         try:
             if carried_by is not None and _unmatched(verdict, carried_by, self.session):
                 await self._attributed(frame, verdict, carried_by, began)
@@ -550,8 +532,7 @@ class GatewaySession:
             self.heard.set()
 
     async def _upstream_frame(self, frame: Frame, message: Message, began: float) -> None:
-        frame = self.verdicts.learn(frame, message, self.tools)
-        self.checks.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
+        frame = self.ledger.passed(frame, message)
         if self._claimed(message):
             pass  # the reply to a request of the gateway's own: it goes no further
         else:
@@ -607,9 +588,7 @@ class GatewaySession:
             return
         error = document.get("error") if document is not None else None
         said = {key: error[key] for key in ("code", "message") if key in error} if isinstance(error, dict) else {}
-        observed = (
-            document is not None and self.verdicts.config.mode_for(SERVER_TO_CLIENT, pending.tool) is Mode.OBSERVE
-        )
+        observed = document is not None and self.ledger.observed(SERVER_TO_CLIENT, pending.tool)
         action = Action.OBSERVED if observed else Action.ANSWERED
         self.verdicts.violation(verdict.error.slug, frame, stands_for, verdict.errors, action.value)
         if observed:
@@ -619,7 +598,7 @@ class GatewaySession:
             invalid = Rejection(
                 CanonicalError.UPSTREAM_INVALID_REPLY, verdict.errors, extra={**said, "rule": verdict.error.slug}
             )
-            reply = stand_in_answer(self.checks.registry, invalid, request_id, pending.method, version)
+            reply = answer_in_place(self.checks.registry, invalid, request_id, pending.method, version)
         await self.client.passed(reply, stands_for)
         if self.events is not None:
             self._log_refused(frame, verdict, action, None, began)

@@ -53,7 +53,8 @@ def nested(counts: Mapping[tuple[Any, str], int]) -> dict[str, dict[str, int]]:
     return table
 
 
-EXAMPLES_PER_RULE = 3
+EXAMPLES_PER_RULE = 5
+"""Violations kept whole per rule (the live report's and ``check``'s alike); the rest are counted."""
 EXCERPT_CHARS = 400
 """An example's excerpt of the frame that broke the rule, at most."""
 UNANSWERED_LISTED = 100
@@ -88,8 +89,11 @@ def _head(value: Any, budget: int) -> tuple[Any, int]:
     return value, budget - 8
 
 
-def party_of(direction: Direction) -> str:
-    """Who sent a frame going in ``direction``: the party at fault when it breaks a rule."""
+def party_of(direction: Direction | None) -> str:
+    """Who sent a frame going in ``direction``: the party at fault when it breaks a rule (``None``: a
+    captured line whose sender is not known)."""
+    if direction is None:
+        return "(unknown)"
     return "upstream" if direction is SERVER_TO_CLIENT else "client"
 
 
@@ -138,6 +142,11 @@ class _SessionCounts:
 
 
 class ConformanceReport:
+    """What a run found: frames per direction and method, violations per rule (by method, tool,
+    party and direction) with a few examples each, per session. The one report model of the gateway
+    and of ``check`` (``offline/check.py`` adds the capture's own header); ``line`` is the capture's
+    line being read, which ``check``'s examples name."""
+
     def __init__(
         self, *, upstream: str, mode: str, redactor: Redactor | None = None, events: EventLog | None = None
     ) -> None:
@@ -153,6 +162,8 @@ class ConformanceReport:
         self.by_method: Counter[tuple[str, str]] = Counter()
         self.by_tool: Counter[tuple[str, str]] = Counter()
         self.by_party: Counter[tuple[str, str]] = Counter()
+        self.by_direction: Counter[tuple[str, str]] = Counter()
+        self.line: int | None = None
         self.examples: dict[str, list[dict[str, Any]]] = {}
         self.protocol_version: str | None = None
         self.sessions: dict[int, _SessionCounts] = {}  # by the session object (its id may change)
@@ -174,14 +185,15 @@ class ConformanceReport:
             counts.protocol_version = version
 
     def frame(
-        self, direction: Direction, method: str | None, kind: MessageKind | None, session: Session | None = None
+        self, direction: Direction | None, method: str | None, kind: MessageKind | None, session: Session | None = None
     ) -> None:
         """A frame counted under the method it names, or for a response the method it answers (in
         its direction's table: a response is told by its direction); ``(response)`` when that is
-        not known, ``(not json-rpc)`` for a frame of no kind or naming no method."""
+        not known, ``(not json-rpc)`` for a frame of no kind or naming no method (``direction``
+        ``None``: a captured line of no known sender, ``(unknown)``)."""
         if method is None:
             method = "(response)" if kind is RESPONSE or kind is ERROR_RESPONSE else "(not json-rpc)"
-        key = (direction.value, method)
+        key = ("(unknown)" if direction is None else direction.value, method)
         self.frames[key] += 1
         counts = self._of(session)
         if counts is not None:
@@ -191,7 +203,7 @@ class ConformanceReport:
         self,
         rule: str,
         *,
-        direction: Direction,
+        direction: Direction | None,
         method: str | None = None,
         tool: str | None = None,
         request_id: Any = None,
@@ -210,6 +222,7 @@ class ConformanceReport:
         self.violations[rule] += 1
         self.by_method[(rule, method_key(method, kind))] += 1
         self.by_party[(rule, party)] += 1
+        self.by_direction[(rule, "(unknown)" if direction is None else direction.value)] += 1
         if tool is not None:
             self.by_tool[(rule, tool)] += 1
         counts = self._of(session)
@@ -218,7 +231,7 @@ class ConformanceReport:
         event: dict[str, Any] = {
             "rule": rule,
             "party": party,
-            "direction": direction.value,
+            "direction": None if direction is None else direction.value,
             "session": None if session is None else session.id,
             "method": method,
             "tool": tool,
@@ -226,6 +239,8 @@ class ConformanceReport:
             "action": action,
             "errors": list(errors)[:10],
         }
+        if self.line is not None:
+            event["line"] = self.line
         if excerpt is not None:
             event["excerpt"] = excerpt
         if patch is not None:
@@ -289,19 +304,30 @@ class ConformanceReport:
             }
             self.unanswered.append(self.redactor.redact_record(entry)[0])
 
+    @property
+    def total(self) -> int:
+        """Every violation counted."""
+        return sum(self.violations.values())
+
+    def counts(self) -> dict[str, Any]:
+        """The counters and examples, as the report's sections (the gateway's and ``check``'s alike)."""
+        return {
+            "frames": nested(self.frames),
+            "violations": dict(sorted(self.violations.items())),
+            "violations_by_method": nested(self.by_method),
+            "violations_by_tool": nested(self.by_tool),
+            "violations_by_party": nested(self.by_party),
+            "violations_by_direction": nested(self.by_direction),
+            "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
+        }
+
     def to_document(self) -> dict[str, Any]:
-        frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
         return {
             "upstream": self.redactor.redact_text(self.upstream)[0],
             "mode": self.mode,
             "protocol_version": self.protocol_version,
             "started": self.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "frames": frames,
-            "violations": dict(sorted(self.violations.items())),
-            "violations_by_method": per_method,
-            "violations_by_tool": per_tool,
-            "violations_by_party": nested(self.by_party),
-            "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
+            **self.counts(),
             "sessions": [counts.to_document() for counts in self.sessions.values()],
             "unanswered": list(self.unanswered),
             "unanswered_by_reason": dict(sorted(self.unanswered_by_reason.items())),

@@ -6,12 +6,12 @@ envelope (a request states its own version; there is no handshake).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Pending, Session
-from ..core.types import Direction, Message, MessageKind
+from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind
 from .schemas import SchemaRegistry
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "is_at_least",
     "reply_version",
     "resolve_version",
+    "sender_of",
     "stated_version",
     "stateless_version",
 ]
@@ -40,6 +41,13 @@ SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 # Only ping may precede the handshake (basic/lifecycle: "The client SHOULD NOT send requests
 # other than pings before the server has responded to the initialize request").
 _PRE_HANDSHAKE_METHODS = frozenset({"initialize", "ping"})
+
+
+def sender_of(method: str, tables: Iterable[Mapping[tuple[Direction, str], Any]]) -> Direction | None:
+    """The one side that sends ``method`` by the schemas' method tables (keyed by direction and
+    method), ``None`` when both sides may (``ping``, ``notifications/progress``, …) or neither does."""
+    sides = {side for table in tables for side in (CLIENT_TO_SERVER, SERVER_TO_CLIENT) if (side, method) in table}
+    return next(iter(sides)) if len(sides) == 1 else None
 
 
 def is_at_least(registry: SchemaRegistry, version: str | None, floor: str) -> bool:

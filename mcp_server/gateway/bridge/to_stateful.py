@@ -30,6 +30,7 @@ from ...core.types import (
 )
 from ...execution.approvals import arguments_digest
 from ...execution.grants import GrantSigner, signer_from
+from ...ledger.verdicts import answer_in_place
 from ...registry.versions import (
     CLIENT_CAPABILITIES_META,
     CLIENT_INFO_META,
@@ -41,7 +42,6 @@ from ...registry.versions import (
 from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
 from ..session import Checks
-from ..verdicts import stand_in_answer
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
 
 __all__ = ["MAX_IDENTITIES", "StatefulUpstreams"]
@@ -218,7 +218,7 @@ class StatefulUpstreams:
             else:
                 await self._relay(identity, params, meta, about)
         except Rejection as refusal:
-            self._put_reply(stand_in_answer(self._checks.registry, refusal, about.id, about.method, about.version))
+            self._put_reply(answer_in_place(self._checks.registry, refusal, about.id, about.method, about.version))
 
     async def _relay(
         self, identity: _Identity, params: dict[str, Any], meta: Mapping[str, Any], about: Message
@@ -507,7 +507,7 @@ class StatefulUpstreams:
         for call in identity.calls.values():
             if call.client_id is not None:
                 self._by_client.pop(call.client_id, None)
-                self._put_reply(stand_in_answer(self._checks.registry, gone, call.client_id, call.method, call.version))
+                self._put_reply(answer_in_place(self._checks.registry, gone, call.client_id, call.method, call.version))
         identity.calls.clear()
 
     async def _heard(self, identity: _Identity, raw: bytes, size: int | None) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...chain.compose import build_chain
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
 from ...core.session import Session
@@ -22,10 +21,10 @@ from ...core.types import (
     Frame,
     Message,
 )
-from ...registry.tools import UpstreamTools
+from ...ledger.ledger import Ledger
+from ...ledger.verdicts import Action
 from ...registry.versions import stateless_version
 from ..session import Checks
-from ..verdicts import Action, Verdicts
 
 __all__ = ["ASKS", "UpstreamSide", "not_bridgeable"]
 
@@ -52,10 +51,11 @@ class UpstreamSide:
         self.session = Session()
         self._registry = registry
         self.transport = f"upstream ({label})"
-        self.verdicts = Verdicts(checks.config, checks.report, registry)
-        self._tools = UpstreamTools(registry)
-        self._sending = build_chain(registry, CLIENT_TO_SERVER, max_frame_bytes=checks.max_frame_bytes)
-        self._hearing = build_chain(registry, SERVER_TO_CLIENT, max_frame_bytes=checks.max_server_frame_bytes)
+        limits = (checks.max_frame_bytes, checks.max_server_frame_bytes)
+        self.ledger = Ledger(
+            registry, checks.config, checks.report, session=self.session, limits=limits, one_version=False
+        )
+        self.verdicts, self._tools = self.ledger.verdicts, self.ledger.tools
         checks.report.open_session(self.session, self.transport)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
@@ -64,15 +64,12 @@ class UpstreamSide:
         (the bridge answers its client with it); observed: sent all the same."""
         raw = jsonio.dumps(document)
         frame = Frame(raw, self.transport, self.session, None, CLIENT_TO_SERVER)
-        try:  # the frame was just made from ``document``: checked as parsed, not read back
-            message = self._sending.check_parsed(frame, document if type(document) is dict else dict(document))
-        except Rejection as rejection:
-            self.session.answered(CLIENT_TO_SERVER, rejection.message)
-            if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
-                raise
-            message = rejection.message
-        else:
-            self.session.answered(CLIENT_TO_SERVER, message)
+        # The frame was just made from ``document``: checked as parsed, not read back.
+        message = self.ledger.check(frame, document if type(document) is dict else dict(document))
+        if isinstance(message, Rejection):
+            if self.ledger.judge(frame, message) not in _LET_THROUGH or message.message is None:
+                raise message
+            message = message.message
         self.verdicts.learn(frame, message, self._tools)
         if message.kind is REQUEST and message.id is not None and message.method is not None:
             stated = stateless_version(message.params, self._registry) if self.session.version is None else None
@@ -83,15 +80,11 @@ class UpstreamSide:
         """A frame of the upstream's, checked at its version: its message (a reply settles its
         request; a request of the upstream's is expected back), or the ``Rejection`` enforced."""
         frame = Frame(raw, self.transport, self.session, size, SERVER_TO_CLIENT)
-        try:
-            message = self._hearing.check(frame)
-        except Rejection as rejection:
-            self.session.answered(SERVER_TO_CLIENT, rejection.message)
-            if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
-                return rejection
-            message = rejection.message
-        else:
-            self.session.answered(SERVER_TO_CLIENT, message)
+        message = self.ledger.check(frame)
+        if isinstance(message, Rejection):
+            if self.ledger.judge(frame, message) not in _LET_THROUGH or message.message is None:
+                return message
+            message = message.message
         self.verdicts.learn(frame, message, self._tools)
         if message.id is None:
             return message
