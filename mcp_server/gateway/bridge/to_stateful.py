@@ -37,6 +37,7 @@ from ...registry.versions import (
     LOG_LEVEL_META,
     PROTOCOL_VERSION_META,
     SERVER_INFO_META,
+    result_defaults,
     stateless_version,
 )
 from ...transport.connection import Connection, Received
@@ -53,9 +54,6 @@ BRIDGE_STATE = "mcp-bridge.1."  # the prefix of the bridge's own ``requestState`
 _STATELESS_META = frozenset({PROTOCOL_VERSION_META, CLIENT_INFO_META, CLIENT_CAPABILITIES_META, LOG_LEVEL_META})
 # What a client of the stateless era carries on a retry, which no stateful request has.
 _RETRY_FIELDS = ("requestState", "inputResponses")
-# What the stateless era requires of a result that the stateful era never says: a result of the
-# upstream's is complete (no rounds of its own), and private to the client, not to be cached.
-_RESULT_DEFAULTS: Mapping[str, Any] = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
 # Each identity is an upstream session (over STDIO, a process): a fleet's clients are a few builds
 # times a few capability sets; past this many the least recently used one is closed.
 MAX_IDENTITIES = 32
@@ -546,8 +544,8 @@ class StatefulUpstreams:
         added = self._required.get(key)
         if added is None:
             protocol = self._checks.registry.protocol(call.version or self._checks.registry.stateless_versions[-1])
-            required = protocol.result_required(call.method)
-            added = self._required[key] = {k: v for k, v in _RESULT_DEFAULTS.items() if k in required}
+            # An upstream's result is complete (no rounds of its own), and private to its client.
+            added = self._required[key] = result_defaults(protocol, call.method, scope="private")
         return added
 
     def _settled(self, identity: _Identity, upstream_id: int, document: dict[str, Any]) -> None:
