@@ -43,26 +43,29 @@ class Ledger:
         tools: UpstreamTools | None = None,
         limits: tuple[int, int],
         lock: LockCheck | None = None,
+        lock_listing: LockCheck | None = None,
         policies: tuple[PolicyCheck | None, PolicyCheck | None] = (None, None),
         one_version: bool = True,
+        tool_schemas: bool = True,
     ) -> None:
-        """``limits``: the frame limits of what the client and the server send; ``policies``: the
-        policy's stage of each direction; ``one_version``: a session keeps the version it began with."""
+        """``limits``: the frame limits of what the client and the server send; ``lock``: the tool
+        lockfile, held to the listing and to each call (``lock_listing``: to the listing only);
+        ``policies``: the policy's stage of each direction; ``one_version``: a session keeps the version
+        it began with; ``tool_schemas``: calls and results are checked against their tools' schemas."""
         self.session = session if session is not None else Session()  # (an empty Session is falsy)
         self.tools = tools if tools is not None else UpstreamTools(registry)
-        self.verdicts = Verdicts(modes, report, registry, lock)
+        self.verdicts = Verdicts(modes, report, registry, lock or lock_listing)
+        schemas = self.tools if tool_schemas else None
         inbound = build_chain(
             registry,
             CLIENT_TO_SERVER,
-            tools=self.tools,
+            tools=schemas,
             max_frame_bytes=limits[0],
             policy=policies[0],
             one_version=one_version,
             lock=lock,
         )
-        outbound = build_chain(
-            registry, SERVER_TO_CLIENT, tools=self.tools, max_frame_bytes=limits[1], policy=policies[1]
-        )
+        outbound = build_chain(registry, SERVER_TO_CLIENT, tools=schemas, max_frame_bytes=limits[1], policy=policies[1])
         self.chains = {CLIENT_TO_SERVER: inbound, SERVER_TO_CLIENT: outbound}
 
     @property

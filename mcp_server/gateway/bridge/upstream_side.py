@@ -23,7 +23,9 @@ from ...core.types import (
 )
 from ...ledger.ledger import Ledger
 from ...ledger.verdicts import Action
+from ...registry.lockfile import LockCheck
 from ...registry.versions import stateless_version
+from ..config import GatewayConfig
 from ..session import Checks
 
 __all__ = ["ASKS", "UpstreamSide", "not_bridgeable"]
@@ -44,19 +46,37 @@ def not_bridgeable(feature: str) -> Rejection:
 
 
 class UpstreamSide:
-    """What crosses between a bridge and its upstream, checked at the upstream's version."""
+    """What crosses between a bridge (or an aggregate) and its upstream, checked at the upstream's
+    version. An aggregate's member side (``server``) also checks each call against its server's own
+    tool schemas (``tool_schemas``), holds its listing to the lockfile (``lock``) and has the modes
+    of its own tools (``config``)."""
 
-    def __init__(self, checks: Checks, label: str) -> None:
+    def __init__(
+        self,
+        checks: Checks,
+        label: str,
+        *,
+        server: str | None = None,
+        lock: LockCheck | None = None,
+        config: GatewayConfig | None = None,
+        tool_schemas: bool = False,
+    ) -> None:
         registry = checks.registry
         self.session = Session()
         self._registry = registry
         self.transport = f"upstream ({label})"
-        limits = (checks.max_frame_bytes, checks.max_server_frame_bytes)
         self.ledger = Ledger(
-            registry, checks.config, checks.report, session=self.session, limits=limits, one_version=False
+            registry,
+            config or checks.config,
+            checks.report,
+            session=self.session,
+            limits=(checks.max_frame_bytes, checks.max_server_frame_bytes),
+            lock_listing=lock,
+            one_version=False,
+            tool_schemas=tool_schemas,
         )
         self.verdicts, self._tools = self.ledger.verdicts, self.ledger.tools
-        checks.report.open_session(self.session, self.transport)
+        checks.report.open_session(self.session, self.transport, server=server)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
         """A frame the bridge made for the upstream: its bytes, and the message it was checked as (a
@@ -65,27 +85,45 @@ class UpstreamSide:
         raw = jsonio.dumps(document)
         frame = Frame(raw, self.transport, self.session, None, CLIENT_TO_SERVER)
         # The frame was just made from ``document``: checked as parsed, not read back.
-        message = self.ledger.check(frame, document if type(document) is dict else dict(document))
-        if isinstance(message, Rejection):
-            if self.ledger.judge(frame, message) not in _LET_THROUGH or message.message is None:
-                raise message
-            message = message.message
-        self.verdicts.learn(frame, message, self._tools)
+        verdict = self.ledger.check(frame, document if type(document) is dict else dict(document))
+        if isinstance(verdict, Rejection):
+            if self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
+                raise verdict
+            message = verdict.message
+            self.verdicts.learn(frame, message, self._tools)
+        else:
+            message = verdict
+            self.ledger.passed(frame, message)
         if message.kind is REQUEST and message.id is not None and message.method is not None:
             stated = stateless_version(message.params, self._registry) if self.session.version is None else None
             self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         return raw, message
 
+    def relayed(self, document: Mapping[str, Any], read: Message) -> tuple[bytes, Message]:
+        """A client's request an aggregate relays at the version it was checked at already (this
+        side's too), changed only in its id, name and progress token, which it makes valid: counted
+        and expected, not checked again (the same schemas would say the same)."""
+        message = read._replace(id=document["id"], params=document.get("params"), document=document)
+        self.verdicts.report.frame(CLIENT_TO_SERVER, message.method, REQUEST, self.session)
+        assert message.id is not None and message.method is not None
+        self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool)
+        return jsonio.dumps(document), message
+
     def heard(self, raw: bytes, size: int | None = None) -> Message | Rejection:
         """A frame of the upstream's, checked at its version: its message (a reply settles its
         request; a request of the upstream's is expected back), or the ``Rejection`` enforced."""
         frame = Frame(raw, self.transport, self.session, size, SERVER_TO_CLIENT)
-        message = self.ledger.check(frame)
-        if isinstance(message, Rejection):
-            if self.ledger.judge(frame, message) not in _LET_THROUGH or message.message is None:
-                return message
-            message = message.message
-        self.verdicts.learn(frame, message, self._tools)
+        verdict = self.ledger.check(frame)
+        if isinstance(verdict, Rejection):
+            if self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
+                return verdict
+            message = verdict.message
+            learnt = self.verdicts.learn(frame, message, self._tools)
+        else:
+            message = verdict
+            learnt = self.ledger.passed(frame, message)
+        if learnt is not frame:  # a listing with tools left out (invalid, or not as locked)
+            message = message._replace(document=jsonio.loads(learnt.raw))
         if message.id is None:
             return message
         if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
