@@ -17,7 +17,7 @@ from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
 from ..chain.boundary import render_rejection
-from ..chain.policy_check import PolicyCheck, needs_approval
+from ..chain.policy_check import PolicyCheck
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
@@ -28,14 +28,12 @@ from ..core.types import (
     NOTIFICATION,
     REQUEST,
     SERVER_TO_CLIENT,
-    Direction,
     Frame,
     Message,
     Reply,
     RequestId,
     is_request_id,
 )
-from ..execution.approvals import ApprovalBook
 from ..execution.grants import GrantSigner
 from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
@@ -44,7 +42,7 @@ from ..ledger.ledger import Ledger
 from ..ledger.verdicts import Action, answer_in_place
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport
-from ..observe.tracing import Span, Tracer, incoming
+from ..observe.tracing import Span, Tracer
 from ..registry.lockfile import LockCheck, Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
@@ -54,8 +52,10 @@ from ..transport.http import accepts_event_stream
 from .config import GatewayConfig
 from .deadlines import Deadlines
 from .ending import end_pending, expire
+from .held import HeldCalls, Hold, hold_of
 from .readiness import Readiness
-from .stateless_hold import admitted_params, can_be_asked, continued, input_required
+from .spans import CallSpans
+from .stateless_hold import can_be_asked
 
 __all__ = ["Checks", "ClientSide", "GatewaySession", "Handled"]
 
@@ -216,16 +216,19 @@ class GatewaySession:
             policies=_policies(checks),
         )
         self.tools, self.verdicts = self.ledger.tools, self.ledger.verdicts
-        self.tracer = checks.tracer
-        self.spans: dict[RequestId, tuple[Span, str]] = {}  # exported spans of calls upstream, and verdicts
+        self.spans = CallSpans(checks.tracer)  # an observer: told what the session did, it decides nothing
         self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
         self.readiness = Readiness(self.session, self.tools, self.own, checks.config.check_wait_seconds)
         self.deadlines = Deadlines(checks.config.request_timeout_seconds, checks.policy, self._expired)
-        self.approvals = None if checks.policy is None else ApprovalBook.of(checks.policy)
-        self.askers: set[PeerChannel] = set()
-        # Approved stateless held calls in flight (id → tool, arguments): an upstream round answering
-        # one gets a continuation grant. Only while the request is upstream; nothing between requests.
-        self.approved: dict[RequestId, tuple[str, Any]] = {}
+        self.held = HeldCalls(
+            self.session,
+            self.verdicts,
+            checks.policy,
+            grants=checks.grants,
+            single_use=checks.single_use,
+            events=self.events,
+            transport=transport,
+        )
         self.heard = asyncio.Event()  # set after each upstream frame is handled
         self._tasks: set[asyncio.Task[None]] = set()
         self.client = client(self)
@@ -261,65 +264,31 @@ class GatewaySession:
         self.ledger.passed(frame, message)
         handled, span = _NOTHING, None
         if message.kind is REQUEST:
-            if self.tracer.always or frame.headers is not None or (message.params and "_meta" in message.params):
-                frame, message, span = self._traced(frame, message)
+            if self.spans.wanted(frame, message):
+                frame, message, span = self.spans.start(frame, message)
             handled = await self._relay_request(frame, message)
             if span is not None:
-                self._started(span, message, handled)
-        elif message.kind is NOTIFICATION or not self._answers_gateway(message):  # (or a reply to the upstream)
+                self.spans.relayed(span, message, handled.reply is not None)
+        elif message.kind is NOTIFICATION or not self.held.answers_asker(message):  # (or a reply to the upstream)
             await self._to_upstream(frame.raw, message)
         if self.events is not None:
             self.events.frame(frame, message, handled.reply, began, "relay", span)
         return handled
-
-    def _traced(self, frame: Frame, message: Message) -> tuple[Frame, Message, Span | None]:
-        """A request with the caller's trace context (``_meta`` or the HTTP header), or any request
-        while spans are exported: the gateway's span, its child, goes upstream as the call's parent
-        in ``_meta.traceparent`` (and the HTTP upstream's header)."""
-        params = message.params
-        if (params is not None and type(params) is not dict) or type(message.document) is not dict:
-            return frame, message, None  # a refused frame's odd shape, passed on as it came (observe)
-        meta = params.get("_meta") if params is not None else None
-        assert message.method is not None
-        span = self.tracer.start(incoming(meta, frame.headers), message.method, message.tool)
-        if span is None:
-            return frame, message, None
-        carried = {**(params or {}), "_meta": span.meta(meta if type(meta) is dict else None)}
-        document = {**message.document, "params": carried}
-        size = len(frame.raw) if frame.size is None else frame.size  # the log counts the bytes that came
-        frame = frame._replace(raw=jsonio.dumps(document), size=size)
-        return frame, message._replace(params=carried, document=document), span
-
-    def _started(self, span: Span, message: Message, handled: Handled, verdict: str = "relayed") -> None:
-        """An exported span ends with its call's answer (``verdict``: relayed, or observed: a violation
-        passed on); a call answered here (its approval refused) ends it now."""
-        if handled.reply is not None:
-            self.tracer.end(span, "enforced", error=True)
-        elif self.tracer.always and message.id is not None:
-            self.spans[message.id] = (span, verdict)
-
-    def _answered(self, request_id: RequestId, ending: str | None, *, error: bool) -> None:
-        """The span of the call ``request_id`` ends: answered by the upstream (``ending`` ``None``: its
-        verdict stands), or in its place (``answered``, ``timeout``, the session's end)."""
-        started = self.spans.pop(request_id, None)
-        if started is not None:
-            span, verdict = started
-            self.tracer.end(span, ending or verdict, error=error)
 
     async def _client_refused(self, frame: Frame, rejection: Rejection, began: float) -> Handled:
         action = self.verdicts.judge(frame, rejection)
         message, reply, handled, span = rejection.message, None, _NOTHING, None
         if action is Action.OBSERVED or action is Action.PASSED:
             if message is not None and message.kind is REQUEST and message.id is not None and message.method:
-                frame, message, span = self._traced(frame, message)
+                frame, message, span = self.spans.start(frame, message)
                 handled = await self._relay_request(frame, message)
                 if span is not None:
-                    self._started(span, message, handled, action.value)
-            elif message is None or not self._answers_gateway(message):
+                    self.spans.relayed(span, message, handled.reply is not None, action.value)
+            elif message is None or not self.held.answers_asker(message):
                 await self._to_upstream(frame.raw, message)
         elif action is Action.ANSWERED:  # the client's reply refused: the upstream is answered in its place
             stands_for, reply = self.verdicts.in_place(frame, rejection)
-            if not self._answers_gateway(stands_for):
+            if not self.held.answers_asker(stands_for):
                 await self._to_upstream(reply.to_bytes(), stands_for)
         elif action is Action.ENFORCED:
             reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
@@ -347,26 +316,25 @@ class GatewaySession:
             self.events.refused(frame, rejection, reply, began, action.value, span)
 
     async def _relay_request(self, frame: Frame, message: Message) -> Handled:
-        """A client request goes upstream (its reply expected), once approved if it must be."""
+        """A client request goes upstream (its reply expected), once approved if the policy holds it."""
         assert message.id is not None and message.method is not None
-        session = self.session
-        policy = self.checks.policy
-        held = policy is not None and needs_approval(policy, message.method, message.tool)
-        if held and _stateless(session, message, self.checks.registry):
-            admitted = await self._admitted(frame, message)
+        stateless = _stateless(self.session, message, self.checks.registry)
+        hold = hold_of(self.checks.policy, message, stateless=stateless, ordered=self.client.ordered)
+        if hold is Hold.BY_GRANT:
+            admitted = await self.held.admitted(frame, message)
             if isinstance(admitted, Reply):
                 return Handled(admitted)
-            (frame, message), held = admitted, False
+            frame, message = admitted
         assert message.id is not None and message.method is not None  # (a relayed frame's message too)
-        session.follow(CLIENT_TO_SERVER, message)
+        self.session.follow(CLIENT_TO_SERVER, message)
         if message.method == "initialize":
             self.readiness.initialize = message.id  # what the client sends next waits for its reply
         self.client.relaying(frame, message)
-        if held:
-            if not self.client.ordered:  # over HTTP the POST's stream carries the question
-                self._spawn(self._send_when_approved(frame.raw, message))
-                return Handled(None, message)
-            refusal = await self._approve(message)
+        if hold is Hold.BESIDE:  # over HTTP the POST's stream carries the question
+            self._spawn(self._send_when_approved(frame.raw, message))
+            return Handled(None, message)
+        if hold is Hold.IN_LINE:
+            refusal = await self.held.approve(message, self.client.asker(message))
             if refusal is not None:
                 return Handled(refusal)
         await self._send_request(frame.raw, message)
@@ -396,117 +364,16 @@ class GatewaySession:
             if not self.client.cancelled(request_id):
                 return False
             self.deadlines.stop(request_id)
-            self.approved.pop(request_id, None)
-            if self.spans:
-                self._answered(request_id, "cancelled", error=True)
+            self.held.forget(request_id)
+            self.spans.answered(request_id, "cancelled", error=True)
         return True
 
-    def _answers_gateway(self, message: Message) -> bool:
-        """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
-        if message.kind is REQUEST or message.kind is NOTIFICATION or message.id is None:
-            return False
-        document = message.document if message.document is not None else {}
-        return any(asker.deliver(message.id, document) for asker in list(self.askers))
-
-    # -- approvals ---------------------------------------------------------------------------------
-
-    async def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
-        """A held call of the stateless protocol: the frame to relay and what it is (its grant verified,
-        spent and taken out), or the answer: the question (a fresh grant with it) or the refusal."""
-        policy, grants = self.checks.policy, self.checks.grants
-        assert policy is not None and grants is not None and message.id is not None
-        try:
-            admitted = admitted_params(grants, policy, message)
-            if admitted is not None and self.checks.single_use is not None:
-                await self._spend_everywhere(grants, message)
-        except Rejection as refusal:
-            self.verdicts.violation(refusal.error.slug, frame, message)
-            self._decided(message, "denied", refusal)
-            return answer_in_place(self.checks.registry, refusal, message.id, message.method, message.version)
-        if admitted is None:
-            self._decided(message, "held")
-            result = input_required(grants, policy, message)
-            return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": result}, version=message.version)
-        params = admitted.params
-        if admitted.decided:
-            self._decided(message, "allowed")
-        assert message.tool is not None
-        self.approved[message.id] = (message.tool, params.get("arguments", {}))
-        document = message.document if message.document is not None else jsonio.loads(frame.raw)
-        document = {**document, "params": params}
-        return frame._replace(raw=jsonio.dumps(document)), message._replace(params=params, document=document)
-
-    async def _spend_everywhere(self, grants: GrantSigner, message: Message) -> None:
-        """A grant verified (and spent on this replica) is spent in the store the replicas share: a
-        retry another replica carried out already is refused (issue 30: one approval runs once)."""
-        assert self.checks.single_use is not None
-        grant = grants.open(str((message.params or {}).get("requestState")))
-        if not await self.checks.single_use.claim("approval:" + grant.id, grant.expires):
-            raise Rejection(
-                CanonicalError.APPROVAL_NOT_FOUND,
-                [{"path": "/params/requestState", "msg": "approval_used"}],
-                extra={"policy_violation": True},
-            )
-
     async def _send_when_approved(self, raw: bytes, message: Message) -> None:
-        refusal = await self._approve(message)
+        refusal = await self.held.approve(message, self.client.asker(message))
         if refusal is None:
             await self._send_request(raw, message)
         else:
             await self.client.passed(refusal, Message(ERROR_RESPONSE, message.id, message.method))
-
-    async def _approve(self, message: Message) -> Reply | None:
-        """Hold a ``tools/call`` until its client's user approves it (an elicitation request) or the
-        deadline passes: ``None`` when approved, else the refusal to answer the client with."""
-        assert self.approvals is not None and message.tool is not None and message.id is not None
-        arguments = (message.params or {}).get("arguments", {})
-        held = self.approvals.hold(message.tool, arguments, self.session.id)
-        self._decided(message, "held")
-        asker = self.client.asker(message)
-        self.askers.add(asker)
-        asked = asyncio.ensure_future(
-            asker.elicit_approval(self.session)(message.tool, held.arguments, held.arguments_sha256)
-        )
-        try:
-            await self.approvals.wait(held, also=asked)
-        except Rejection as refusal:
-            self.session.settle(CLIENT_TO_SERVER, message.id)
-            self.verdicts.violation(refusal.error.slug, self._stand_in(CLIENT_TO_SERVER), message)
-            self._decided(message, "denied", refusal)
-            return answer_in_place(self.checks.registry, refusal, message.id, message.method, message.version)
-        finally:
-            self.askers.discard(asker)
-        self._decided(message, "allowed")
-        return None
-
-    def _decided(self, message: Message, status: str, refusal: Rejection | None = None) -> None:
-        """The policy's decision on a held call, as an event of the run's log (the report's page lists them)."""
-        if self.events is not None:
-            self.events.emit(
-                "policy",
-                session=self.session,
-                request_id=message.id,
-                method=message.method,
-                tool_id=message.tool,
-                status=status,
-                policy_violation=refusal is not None,
-                error=None if refusal is None else refusal.summary(),
-            )
-
-    def _continued(self, frame: Frame, message: Message) -> Frame:
-        """The upstream's answer to an approved held call: when it asks for more input, its state goes
-        back inside a continuation grant (the retry is not asked to approve again)."""
-        assert message.id is not None and self.checks.policy is not None and self.checks.grants is not None
-        tool, arguments = self.approved.pop(message.id)
-        result = (message.document or {}).get("result")
-        if not isinstance(result, dict) or result.get("resultType") != "input_required":
-            return frame
-        wrapped = continued(self.checks.grants, self.checks.policy, tool, arguments, result)
-        return frame._replace(raw=jsonio.dumps({**(message.document or {}), "result": wrapped}))
-
-    def _stand_in(self, direction: Direction) -> Frame:
-        """A frame of no bytes, for what the gateway reports of a session without one in hand."""
-        return Frame(b"", self.transport, self.session, 0, direction)
 
     # -- upstream → client ------------------------------------------------------------------------
 
@@ -536,8 +403,8 @@ class GatewaySession:
         if self._claimed(message):
             pass  # the reply to a request of the gateway's own: it goes no further
         else:
-            if self.approved and message.id in self.approved and message.kind is not REQUEST:
-                frame = self._continued(frame, message)
+            if self.held.approved and message.kind is not REQUEST:
+                frame = self.held.continued(frame, message)
             self._track(message)
             await self.client.passed(_relayed(frame, message), message)
         if self.events is not None:
@@ -554,8 +421,8 @@ class GatewaySession:
             stands_for, reply = self.verdicts.in_place(frame, rejection)
             if not self._claimed(stands_for):
                 self.deadlines.stop(stands_for.id)
-                if self.spans and stands_for.id is not None:
-                    self._answered(stands_for.id, "answered", error=True)
+                if stands_for.id is not None:
+                    self.spans.answered(stands_for.id, "answered", error=True)
                 await self.client.passed(reply, stands_for)
         elif action is Action.ENFORCED:  # an invalid request of the upstream's own: it is answered
             reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
@@ -577,8 +444,7 @@ class GatewaySession:
         stands_for = Message(ERROR_RESPONSE, request_id, pending.method, version=version, tool=pending.tool)
         self.checks.report.frame(SERVER_TO_CLIENT, pending.method, ERROR_RESPONSE, self.session)
         self.deadlines.stop(request_id)
-        if self.spans:
-            self._answered(request_id, "answered", error=True)
+        self.spans.answered(request_id, "answered", error=True)
         document = _reply_document(frame)
         if isinstance(verdict, Message):
             assert document is not None  # a valid reply, its id left out (2025-11-25 allows it)
@@ -619,8 +485,7 @@ class GatewaySession:
                 self.session.follow(SERVER_TO_CLIENT, message)
         elif message.kind is not NOTIFICATION:
             self.deadlines.stop(message.id)
-            if self.spans:
-                self._answered(message.id, None, error=message.kind is ERROR_RESPONSE)
+            self.spans.answered(message.id, None, error=message.kind is ERROR_RESPONSE)
 
     # -- timeouts and the end ------------------------------------------------------------------
 
@@ -632,12 +497,12 @@ class GatewaySession:
         would have come) and the upstream ``notifications/cancelled``."""
         expired = expire(self.session, self.verdicts, request, error)
         if request.id is not None:
-            self.approved.pop(request.id, None)
+            self.held.forget(request.id)
         if expired is None:
             return  # answered or cancelled meanwhile
         cancel, stands_for, answer = expired
-        if self.spans and stands_for.id is not None:
-            self._answered(stands_for.id, "timeout", error=True)
+        if stands_for.id is not None:
+            self.spans.answered(stands_for.id, "timeout", error=True)
         with contextlib.suppress(ConnectionError, OSError):
             await self.client.passed(answer, stands_for)
         await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
@@ -651,11 +516,9 @@ class GatewaySession:
         """The session ends (``reason``): what still waits is settled as ``end_pending`` says."""
         self.readiness.close()
         self.deadlines.close()
-        for asker in list(self.askers):
-            asker.close()
+        self.held.close()
         cancels, answers = end_pending(self.session, self.verdicts, reason)
-        for request_id in list(self.spans):
-            self._answered(request_id, reason, error=True)
+        self.spans.end_all(reason)
         for cancel in cancels if upstream_alive else ():
             await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
         with contextlib.suppress(ConnectionError, OSError):
