@@ -278,7 +278,7 @@ def _setup_logging(environ: Mapping[str, str]) -> None:
     root.addHandler(handler)
     root.setLevel(logging.WARNING if log_level(environ) == "warning" else logging.INFO)
     root.propagate = False
-    # Execution records are the boundary's audit trail: written whatever MCP_LOG_LEVEL says.
+    # Execution records are the execution gate's audit trail: written whatever MCP_LOG_LEVEL says.
     logging.getLogger("mcp_server.execution.gate").setLevel(logging.INFO)
 
 
@@ -355,9 +355,9 @@ def _serve(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         assert_formats=args.assert_formats,
         auth=auth,
     )
-    _redact_logs(server.boundary.policy.redactor)
+    _redact_logs(server.execution.policy.redactor)
     mode = settings.endpoint
-    _open_log(events, server.boundary.policy.redactor)
+    _open_log(events, server.execution.policy.redactor)
     registry = server.registry
     detail = {"mode": "serve", "versions": registry.versions, "schemas": registry.provenance}
     events.emit("start", status="started", transport=mode, detail=detail)
@@ -399,9 +399,9 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
     gateway = startup.prepare(settings, environ, events, **options, auth=auth, interactive=True)
     _redact_logs(gateway.redactor)
     _open_log(events, gateway.redactor)
-    detail = {"mode": "gateway", "schemas": gateway.checks.registry.provenance}
+    detail = {"mode": "gateway", "schemas": gateway.run.registry.provenance}
     events.emit("start", status="started", transport=listen.front, detail=detail)
-    ready = f"upstream={gateway.upstream_name} policy={gateway.checks.config.mode.value}"
+    ready = f"upstream={gateway.upstream_name} policy={gateway.run.config.mode.value}"
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:
@@ -430,7 +430,7 @@ def _gateway(args: argparse.Namespace, command: list[str], environ: Mapping[str,
                 path.unlink()
     finally:
         ready_file.remove()  # only the one this process wrote: a gateway that never bound removes none
-        gateway.checks.tracer.close()
+        gateway.run.tracer.close()
         events.emit("stop", status="stopped", transport=listen.front, detail={"mode": "gateway"})
         events.close()
         _say("mcp:shutdown mode=gateway")
@@ -541,7 +541,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         split = argv.index("--")
         argv, command = argv[:split], argv[split + 1 :]
     if argv[:1] == ["golden"]:
-        from .offline.golden import main_golden
+        from .harness.golden import main_golden
 
         return main_golden(argv[1:])
     args = _parser().parse_args(argv)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
-from ..chain.boundary import render_rejection
+from ..chain.error_boundary import render_rejection
 from ..chain.policy_check import PolicyCheck
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
@@ -57,12 +57,12 @@ from .readiness import Readiness
 from .spans import CallSpans
 from .stateless_hold import can_be_asked
 
-__all__ = ["Checks", "ClientSide", "GatewaySession", "Handled"]
+__all__ = ["ClientSide", "GatewayRun", "GatewaySession", "Handled"]
 
 log = logging.getLogger("mcp_server.gateway")
 
 
-class Checks(NamedTuple):
+class GatewayRun(NamedTuple):
     """What every session of one gateway run shares: the schemas, the rules, the report, the limits
     (``max_frame_bytes``: what the client sends)."""
 
@@ -115,7 +115,7 @@ def _stateless(session: Session, message: Message, registry: SchemaRegistry) -> 
     return session.version is None and stateless_version(message.params, registry) is not None
 
 
-def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bool]:
+def _can_elicit(policy: Policy, run: GatewayRun) -> Callable[[Frame, Message], bool]:
     """Whether the gateway can ask the client of a call to approve it: the policy lets approvals go
     that way, and the client declared elicitation: a stateless request on itself (it is asked by
     its result), else at ``initialize``, where (over HTTP) the call's response must be able to
@@ -125,8 +125,8 @@ def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bo
         session = frame.session
         if not policy.approval_by_elicitation:
             return False
-        if _stateless(session, message, checks.registry):
-            return checks.grants is not None and can_be_asked(message)
+        if _stateless(session, message, run.registry):
+            return run.grants is not None and can_be_asked(message)
         return "elicitation" in (session.client_capabilities or {}) and (
             frame.headers is None or accepts_event_stream(frame.headers)
         )
@@ -134,12 +134,12 @@ def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bo
     return can
 
 
-def _policies(checks: Checks) -> tuple[PolicyCheck | None, PolicyCheck | None]:
+def _policies(run: GatewayRun) -> tuple[PolicyCheck | None, PolicyCheck | None]:
     """The policy's stage of each direction (a call it holds may be asked of the client)."""
-    policy = checks.policy
+    policy = run.policy
     if policy is None:
         return None, None
-    return PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, checks)), PolicyCheck(
+    return PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, run)), PolicyCheck(
         policy, SERVER_TO_CLIENT
     )
 
@@ -194,38 +194,38 @@ class GatewaySession:
 
     def __init__(
         self,
-        checks: Checks,
+        run: GatewayRun,
         upstream: Connection,
         client: Callable[[GatewaySession], ClientSide],
         *,
         transport: str,
         session: Session | None = None,
     ) -> None:
-        self.checks, self.upstream, self.transport = checks, upstream, transport
+        self.run, self.upstream, self.transport = run, upstream, transport
         self.session = session if session is not None else Session()
-        self.events = checks.events
-        lock = None if checks.lock is None else LockCheck(checks.lock, checks.lock_server)
+        self.events = run.events
+        lock = None if run.lock is None else LockCheck(run.lock, run.lock_server)
         self.ledger = Ledger(
-            checks.registry,
-            checks.config,
-            checks.report,
+            run.registry,
+            run.config,
+            run.report,
             session=self.session,
-            tools=UpstreamTools(checks.registry, waits=True),  # a call is checked once its tool is listed
-            limits=(checks.max_frame_bytes, checks.max_server_frame_bytes),
+            tools=UpstreamTools(run.registry, waits=True),  # a call is checked once its tool is listed
+            limits=(run.max_frame_bytes, run.max_server_frame_bytes),
             lock=lock,
-            policies=_policies(checks),
+            policies=_policies(run),
         )
         self.tools, self.verdicts = self.ledger.tools, self.ledger.verdicts
-        self.spans = CallSpans(checks.tracer)  # an observer: told what the session did, it decides nothing
+        self.spans = CallSpans(run.tracer)  # an observer: told what the session did, it decides nothing
         self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
-        self.readiness = Readiness(self.session, self.tools, self.own, checks.config.check_wait_seconds)
-        self.deadlines = Deadlines(checks.config.request_timeout_seconds, checks.policy, self._expired)
+        self.readiness = Readiness(self.session, self.tools, self.own, run.config.check_wait_seconds)
+        self.deadlines = Deadlines(run.config.request_timeout_seconds, run.policy, self._expired)
         self.held = HeldCalls(
             self.session,
             self.verdicts,
-            checks.policy,
-            grants=checks.grants,
-            single_use=checks.single_use,
+            run.policy,
+            grants=run.grants,
+            single_use=run.single_use,
             events=self.events,
             transport=transport,
         )
@@ -235,7 +235,7 @@ class GatewaySession:
 
     async def start(self) -> None:
         await self.upstream.open()
-        self.checks.report.open_session(self.session, self.transport)
+        self.run.report.open_session(self.session, self.transport)
         if self.events is not None:
             self.events.emit("upstream", session=self.session, status="started")
 
@@ -291,7 +291,7 @@ class GatewaySession:
             if not self.held.answers_asker(stands_for):
                 await self._to_upstream(reply.to_bytes(), stands_for)
         elif action is Action.ENFORCED:
-            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
+            reply = render_rejection(rejection, self.run.registry, self.tools, self.session.version)
             handled = Handled(reply)
         if self.events is not None:
             self._log_refused(frame, rejection, action, reply, began, span)
@@ -318,8 +318,8 @@ class GatewaySession:
     async def _relay_request(self, frame: Frame, message: Message) -> Handled:
         """A client request goes upstream (its reply expected), once approved if the policy holds it."""
         assert message.id is not None and message.method is not None
-        stateless = _stateless(self.session, message, self.checks.registry)
-        hold = hold_of(self.checks.policy, message, stateless=stateless, ordered=self.client.ordered)
+        stateless = _stateless(self.session, message, self.run.registry)
+        hold = hold_of(self.run.policy, message, stateless=stateless, ordered=self.client.ordered)
         if hold is Hold.BY_GRANT:
             admitted = await self.held.admitted(frame, message)
             if isinstance(admitted, Reply):
@@ -354,7 +354,7 @@ class GatewaySession:
         """A request of the gateway's own (``tools/list``), with the version it states for itself."""
         document = jsonio.loads(raw)
         params = document.get("params")
-        version = stateless_version(params, self.checks.registry) or self.session.version
+        version = stateless_version(params, self.run.registry) or self.session.version
         await self._to_upstream(raw, Message(REQUEST, document["id"], document["method"], params, version))
 
     def _cancelled(self, message: Message) -> bool:
@@ -425,7 +425,7 @@ class GatewaySession:
                     self.spans.answered(stands_for.id, "answered", error=True)
                 await self.client.passed(reply, stands_for)
         elif action is Action.ENFORCED:  # an invalid request of the upstream's own: it is answered
-            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
+            reply = render_rejection(rejection, self.run.registry, self.tools, self.session.version)
             if reply is not None:
                 await self._to_upstream(reply.to_bytes(), None)
         if self.events is not None:
@@ -442,7 +442,7 @@ class GatewaySession:
         assert pending is not None
         version = self.session.version or pending.version
         stands_for = Message(ERROR_RESPONSE, request_id, pending.method, version=version, tool=pending.tool)
-        self.checks.report.frame(SERVER_TO_CLIENT, pending.method, ERROR_RESPONSE, self.session)
+        self.run.report.frame(SERVER_TO_CLIENT, pending.method, ERROR_RESPONSE, self.session)
         self.deadlines.stop(request_id)
         self.spans.answered(request_id, "answered", error=True)
         document = _reply_document(frame)
@@ -464,7 +464,7 @@ class GatewaySession:
             invalid = Rejection(
                 CanonicalError.UPSTREAM_INVALID_REPLY, verdict.errors, extra={**said, "rule": verdict.error.slug}
             )
-            reply = answer_in_place(self.checks.registry, invalid, request_id, pending.method, version)
+            reply = answer_in_place(self.run.registry, invalid, request_id, pending.method, version)
         await self.client.passed(reply, stands_for)
         if self.events is not None:
             self._log_refused(frame, verdict, action, None, began)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..chain.boundary import contain
 from ..chain.compose import Chain, build_chain
+from ..chain.error_boundary import contain
 from ..chain.policy_check import PolicyCheck
 from ..core.errors import Rejection
 from ..core.session import Session

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from ..chain.boundary import render_rejection
+from ..chain.error_boundary import render_rejection
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.types import (

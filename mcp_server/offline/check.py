@@ -39,7 +39,7 @@ from ..observe.report import ConformanceReport
 from ..registry.lockfile import LOCK_RULES, LockCheck, Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..registry.versions import sender_of
-from .validation import default_registry, error_code_problem
+from .library import default_registry, error_code_problem
 
 __all__ = [
     "RULES",

@@ -36,7 +36,7 @@ from ...core.types import (
 from ...ledger.verdicts import Action, answer_in_place
 from ...transport.outbox import Outbox
 from ..ending import end_pending
-from ..session import Checks
+from ..session import GatewayRun
 from .capabilities import union
 from .keeper import fetch_lists, keep
 from .lists import KINDS, LIST_CHANGED, Hidden, Merged, Source, page
@@ -71,13 +71,13 @@ class Aggregate:
     """Many servers as one upstream (see the module's docstring)."""
 
     def __init__(
-        self, members: Sequence[Member], options: AggregateOptions, checks: Checks, name: str, *, reports: bool = True
+        self, members: Sequence[Member], options: AggregateOptions, run: GatewayRun, name: str, *, reports: bool = True
     ) -> None:
         """``reports``: what the merged lists leave out is reported (start-up's look says it otherwise)."""
         self.name = name
         self._reports = reports
         self._members = list(members)
-        self._options, self._checks, self.registry = options, checks, checks.registry
+        self._options, self._checks, self.registry = options, run, run.registry
         self._out = Outbox()
         self._hello: Hello | None = None  # the client's initialize, once it came
         self._greeting = asyncio.Event()

@@ -42,7 +42,7 @@ from ...registry.versions import (
 )
 from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
-from ..session import Checks
+from ..session import GatewayRun
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
 
 __all__ = ["MAX_IDENTITIES", "StatefulUpstreams"]
@@ -122,26 +122,26 @@ class StatefulUpstreams:
     def __init__(
         self,
         new_upstream: Callable[[], Connection],
-        checks: Checks,
+        run: GatewayRun,
         version: str,
         *,
         max_identities: int = MAX_IDENTITIES,
     ) -> None:
-        self._new, self._checks, self._version = new_upstream, checks, version
+        self._new, self._checks, self._version = new_upstream, run, version
         self._first: Connection | None = new_upstream()  # the passthrough's, or the first identity's
         # The next identity's upstream, opened ahead (over STDIO its process starts while nobody waits:
         # a new client's first request does not wait for a process to start).
         self._spare: tuple[Connection, asyncio.Future[None]] | None = None
         self.name = self._first.name
         self._max = max_identities
-        self._signer: GrantSigner = checks.grants or signer_from({})  # the approvals' key, when there is one
+        self._signer: GrantSigner = run.grants or signer_from({})  # the approvals' key, when there is one
         self._decided = asyncio.Event()
         self._passthrough = False
         self._out = Outbox()
         self._identities: OrderedDict[bytes, _Identity] = OrderedDict()
         self._by_client: dict[RequestId, tuple[_Identity, int]] = {}  # a client's open call → where upstream
         self._tasks: set[asyncio.Task[None]] = set()
-        legacy = checks.registry.protocol(version).definitions.get("ClientCapabilities", {})
+        legacy = run.registry.protocol(version).definitions.get("ClientCapabilities", {})
         self._capabilities = frozenset(legacy.get("properties", {}))
         self._required: dict[tuple[str | None, str], Mapping[str, Any]] = {}
         self._last: tuple[Any, Any, bytes] | None = None  # the last request's client and its identity key

@@ -38,7 +38,7 @@ from ...registry.versions import (
 )
 from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
-from ..session import Checks
+from ..session import GatewayRun
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
 
 __all__ = ["StatelessUpstream"]
@@ -97,11 +97,11 @@ class _Call:
 class StatelessUpstream:
     """The gateway session's upstream: handshake-era clients translated to the stateless ``version``."""
 
-    def __init__(self, inner: Connection, checks: Checks, version: str, *, server: str | None = None) -> None:
+    def __init__(self, inner: Connection, run: GatewayRun, version: str, *, server: str | None = None) -> None:
         self.name = inner.name
-        self._inner, self._checks, self._version = inner, checks, version
+        self._inner, self._checks, self._version = inner, run, version
         self._server = server  # an aggregate's server: its report section
-        self._registry = checks.registry
+        self._registry = run.registry
         self._passthrough: bool | None = None  # decided by the client's first frame
         self._decided = asyncio.Event()
         self._side: UpstreamSide | None = None

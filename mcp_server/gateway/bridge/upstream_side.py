@@ -26,7 +26,7 @@ from ...ledger.verdicts import Action
 from ...registry.lockfile import LockCheck
 from ...registry.versions import stateless_version
 from ..config import GatewayConfig
-from ..session import Checks
+from ..session import GatewayRun
 
 __all__ = ["ASKS", "UpstreamSide", "not_bridgeable"]
 
@@ -53,7 +53,7 @@ class UpstreamSide:
 
     def __init__(
         self,
-        checks: Checks,
+        run: GatewayRun,
         label: str,
         *,
         server: str | None = None,
@@ -61,22 +61,22 @@ class UpstreamSide:
         config: GatewayConfig | None = None,
         tool_schemas: bool = False,
     ) -> None:
-        registry = checks.registry
+        registry = run.registry
         self.session = Session()
         self._registry = registry
         self.transport = f"upstream ({label})"
         self.ledger = Ledger(
             registry,
-            config or checks.config,
-            checks.report,
+            config or run.config,
+            run.report,
             session=self.session,
-            limits=(checks.max_frame_bytes, checks.max_server_frame_bytes),
+            limits=(run.max_frame_bytes, run.max_server_frame_bytes),
             lock_listing=lock,
             one_version=False,
             tool_schemas=tool_schemas,
         )
         self.verdicts, self._tools = self.ledger.verdicts, self.ledger.tools
-        checks.report.open_session(self.session, self.transport, server=server)
+        run.report.open_session(self.session, self.transport, server=server)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
         """A frame the bridge made for the upstream: its bytes, and the message it was checked as (a
