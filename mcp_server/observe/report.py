@@ -8,9 +8,7 @@ and on SIGUSR1. ``mcp-server report FILE`` prints the table again; ``--html OUT`
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -25,7 +23,6 @@ from ..execution.redaction import Redactor
 from ..registry.schemas import schema_provenance
 from .digest import digest_log
 from .events import EventLog
-from .html import render_html
 
 __all__ = [
     "EXAMPLES_PER_RULE",
@@ -33,14 +30,12 @@ __all__ = [
     "UNANSWERED_LISTED",
     "ConformanceReport",
     "ReportError",
-    "add_report_arguments",
     "head_of",
     "method_key",
     "nested",
     "party_of",
     "render_table",
     "run_digest",
-    "run_report",
     "write_page",
 ]
 
@@ -432,24 +427,6 @@ def _session_lines(document: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a conformance report the gateway wrote (runs/mcp_server/gateway/*-report.json)")
-    parser.add_argument("--html", type=Path, metavar="OUT", help="write the report as one self-contained HTML page")
-
-
-def _load(path: Path) -> dict[str, Any]:
-    """A written report, or ``ReportError`` saying why it is not one."""
-    try:
-        document = jsonio.loads(path.read_bytes())
-    except OSError as exc:
-        raise ReportError("io_error", f"{path}: {exc.strerror}") from None
-    except jsonio.JSONSyntaxError:
-        raise ReportError("parse_error", f"{path} is not a JSON report") from None
-    if not isinstance(document, dict) or not isinstance(document.get("violations"), dict):
-        raise ReportError("parse_error", f"{path} is not a conformance report")
-    return document
-
-
 def run_digest(report: Path, document: Mapping[str, Any]) -> dict[str, Any] | None:
     """The digest of the run's event log the report names (``None`` without one, or when it is gone)."""
     named = document.get("event_log")
@@ -467,23 +444,3 @@ def write_page(out: Path, page: str) -> None:
         write_atomic(out, page.encode(), mode=PRIVATE)
     except OSError as exc:
         raise ReportError("io_error", f"cannot write {out}: {exc.strerror}") from None
-
-
-def run_report(args: argparse.Namespace) -> int:
-    """``mcp-server report FILE [--html OUT]`` (arguments from ``add_report_arguments``): print a
-    written report's table again (exit 0 clean, 1 violations), or write its page (exit 0 once it is
-    written, whatever the run found); 2 when the report cannot be read or the page written."""
-    try:
-        document = _load(Path(args.file))
-        if args.html is not None:
-            page = render_html(document, run_digest(Path(args.file), document), redactor=Redactor.build())
-            write_page(args.html, page)
-    except ReportError as exc:
-        sys.stderr.write(f"mcp:error reason={exc.reason} detail={exc.detail}\n")
-        return 2
-    if args.html is None:
-        sys.stdout.write(render_table(document))
-    else:
-        sys.stderr.write(f"mcp:report html={args.html}\n")
-        return 0
-    return 1 if document["violations"] else 0

@@ -1,4 +1,5 @@
-"""``mcp-server check CAPTURE``: lint a recorded MCP session offline, by the chain's own rules.
+"""Checking a recorded MCP session offline, by the gateway's own session ledger (``mcp-server check``,
+whose arguments are ``commands/check.py``'s).
 
 The capture is read line by line and never whole: memory stays flat in its size (counters, and a
 bounded number of examples per rule). The only I/O is reading the capture and writing the report.
@@ -6,8 +7,6 @@ bounded number of examples per rule). The only I/O is reading the capture and wr
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
@@ -18,7 +17,7 @@ from ..chain.json_syntax import parse
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
-from ..core.settings import ASSERT_FORMATS_HELP, DEFAULT_MAX_FRAME_BYTES, Settings, SetupError
+from ..core.settings import DEFAULT_MAX_FRAME_BYTES
 from ..core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
@@ -36,23 +35,22 @@ from ..ledger.modes import OBSERVE_ALL, Mode
 from ..observe.digest import digest_log
 from ..observe.html import render_html
 from ..observe.report import ConformanceReport
-from ..registry.lockfile import LOCK_RULES, LockCheck, Lockfile
+from ..registry.lockfile import LOCK_RULES, LockCheck
 from ..registry.schemas import SchemaRegistry
 from ..registry.versions import sender_of
 from .library import default_registry, error_code_problem
 
 __all__ = [
+    "RENDERERS",
     "RULES",
     "CaptureError",
     "CheckReport",
     "SessionCheck",
-    "add_check_arguments",
     "check_capture",
     "render_json",
     "render_junit",
     "render_page",
     "render_text",
-    "run_check",
 ]
 
 RULES = (
@@ -515,83 +513,5 @@ def render_page(document: Mapping[str, Any], capture: Path) -> str:
     return render_html(document, digest.to_document() if digest and digest.events else None, redactor=Redactor.build())
 
 
-_RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
-_FORMATS = sorted([*_RENDERERS, "html"])
-
-
-def _code_range(text: str) -> tuple[int, int]:
-    low, sep, high = text.partition(":")
-    try:
-        return (int(low), int(high)) if sep else (int(low), int(low))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected CODE or LOW:HIGH (integers)") from None
-
-
-def add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("capture", help="NDJSON frames, {direction, frame} lines, or a run log")
-    parser.add_argument("--format", choices=_FORMATS, default="text", help="report format (text)")
-    parser.add_argument(
-        "--version", dest="protocol_version", metavar="V", help="check against V instead of the negotiated version"
-    )
-    parser.add_argument("--assert-formats", action="store_true", help=ASSERT_FORMATS_HELP)
-    parser.add_argument(
-        "--allow-error-codes",
-        dest="allow_codes",
-        metavar="LOW:HIGH",
-        type=_code_range,
-        action="append",
-        default=[],
-        help="error codes accepted besides JSON-RPC's, the server range and the spec's (repeatable)",
-    )
-    parser.add_argument(
-        "--max-frame-bytes",
-        type=int,
-        metavar="N",
-        help=f"a longer line is a finding, never read whole (MCP_MAX_FRAME_BYTES; default {DEFAULT_MAX_FRAME_BYTES})",
-    )
-    parser.add_argument("--lock", type=Path, metavar="FILE", help="hold the listed tools to this tool lockfile")
-    parser.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
-
-
-def run_check(args: argparse.Namespace) -> int:
-    """Exit 0 clean, 1 violations, 2 when the capture cannot be read (``mcp:error`` on stderr)."""
-    try:
-        registry = SchemaRegistry(assert_formats=True) if args.assert_formats else None
-        registry = registry or default_registry()
-        lock = None if args.lock is None else _lock_check(args.lock, args.lock_server, registry)
-        capture, version, codes = Path(args.capture), args.protocol_version, args.allow_codes
-        limit = _frame_limit(args.max_frame_bytes)
-        report = check_capture(
-            capture, registry=registry, version=version, allow_codes=codes, lock=lock, max_frame_bytes=limit
-        )
-    except CaptureError as exc:
-        detail = " ".join(exc.detail.split())
-        sys.stderr.write(f"mcp:error reason={exc.reason} detail={detail}\n")
-        return 2
-    # Examples quote what the capture holds: every format shows them as the gateway's report would, redacted.
-    document = Redactor.build().redact_record(report.to_document())[0]
-    render = _RENDERERS.get(args.format)
-    sys.stdout.write(render_page(document, Path(args.capture)) if render is None else render(document))
-    sys.stdout.flush()
-    return 1 if report.violations else 0
-
-
-def _frame_limit(given: int | None) -> int:
-    """``--max-frame-bytes``, else ``MCP_MAX_FRAME_BYTES``, else the default: the live chain's limit."""
-    if given is not None:
-        return given
-    try:
-        return Settings.from_env({"MCP_MAX_FRAME_BYTES": os.environ.get("MCP_MAX_FRAME_BYTES", "")}).max_frame_bytes
-    except SetupError as exc:
-        raise CaptureError("bad_limit", str(exc)) from None
-
-
-def _lock_check(path: Path, server: str | None, registry: SchemaRegistry) -> LockCheck:
-    """The lockfile the capture's tools are held to; one that is not a sound lockfile is unusable input."""
-    try:
-        lock = Lockfile.load(path, registry)
-    except SetupError as exc:
-        raise CaptureError("bad_lockfile", str(exc)) from None
-    if server is not None and server not in lock.servers:
-        raise CaptureError("bad_lockfile", f"lockfile {path}: no server {server!r}")
-    return LockCheck(lock, server)
+RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
+"""The report's text formats by name (``html`` is ``render_page``, which reads the capture again)."""

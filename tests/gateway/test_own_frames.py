@@ -134,9 +134,7 @@ class Script:
     def __init__(self, registry: SchemaRegistry, version: str) -> None:
         self.registry, self.version = registry, version
         config = GatewayConfig(max_frame_bytes=LIMIT, max_server_frame_bytes=LIMIT, check_wait_seconds=0.01)
-        run = GatewayRun(
-            registry, config, new_report("test", config, None, None), LIMIT, max_server_frame_bytes=LIMIT
-        )
+        run = GatewayRun(registry, config, new_report("test", config, None, None), LIMIT, max_server_frame_bytes=LIMIT)
         self.sides = _Sides()
         self.gateway = GatewaySession(run, self.sides, lambda _: self.sides, transport="stdio")
         self.observer = Observer(registry, version)
