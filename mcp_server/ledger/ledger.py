@@ -47,14 +47,18 @@ class Ledger:
         policies: tuple[PolicyCheck | None, PolicyCheck | None] = (None, None),
         one_version: bool = True,
         tool_schemas: bool = True,
+        logged: bool = True,
+        quarantine: bool = True,
     ) -> None:
         """``limits``: the frame limits of what the client and the server send; ``lock``: the tool
         lockfile, held to the listing and to each call (``lock_listing``: to the listing only);
         ``policies``: the policy's stage of each direction; ``one_version``: a session keeps the version
-        it began with; ``tool_schemas``: calls and results are checked against their tools' schemas."""
+        it began with; ``tool_schemas``: calls and results are checked against their tools' schemas;
+        ``logged``: each violation is a warning on stderr too; ``quarantine``: the upstream's frames that
+        are no JSON-RPC are its stdout polluted (a live process's), not frames of a capture."""
         self.session = session if session is not None else Session()  # (an empty Session is falsy)
         self.tools = tools if tools is not None else UpstreamTools(registry)
-        self.verdicts = Verdicts(modes, report, registry, lock or lock_listing)
+        self.verdicts = Verdicts(modes, report, registry, lock or lock_listing, logged=logged, quarantine=quarantine)
         schemas = self.tools if tool_schemas else None
         inbound = build_chain(
             registry,

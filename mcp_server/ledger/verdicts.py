@@ -59,6 +59,10 @@ def emit(event: Mapping[str, Any]) -> None:
     log.warning("violation %s", jsonio.dumps(event).decode())
 
 
+def _unlogged(event: Mapping[str, Any]) -> None:
+    """A violation counted in the report only."""
+
+
 def answer_in_place(
     registry: SchemaRegistry, rejection: Rejection, request_id: RequestId, method: str | None, version: str | None
 ) -> Reply:
@@ -104,7 +108,7 @@ def patch_errors(patch: Any, was: str | None = None) -> list[dict[str, Any]]:
 class Verdicts:
     """One run's decisions (its modes, its report, its schemas), for one session's frames."""
 
-    __slots__ = ("lock", "modes", "registry", "report")
+    __slots__ = ("_emit", "lock", "modes", "quarantine", "registry", "report")
 
     def __init__(
         self,
@@ -112,7 +116,15 @@ class Verdicts:
         report: ConformanceReport,
         registry: SchemaRegistry,
         lock: LockCheck | None = None,
+        *,
+        logged: bool = True,
+        quarantine: bool = True,
     ) -> None:
+        """``logged``: each violation is a warning on the run's stderr too (the live gateway's; ``check``
+        reports them in its own output). ``quarantine``: what the upstream sends that is no JSON-RPC
+        is its stdout polluted (a live upstream's); a capture's frames are reported under their rule."""
+        self._emit = emit if logged else _unlogged
+        self.quarantine = quarantine
         self.modes = modes
         self.report = report
         self.registry = registry
@@ -131,9 +143,9 @@ class Verdicts:
             and session.late(direction.opposite, message.id)
         ):
             return Action.LATE
-        if direction is SERVER_TO_CLIENT and error in _NOT_JSON_RPC:
+        if direction is SERVER_TO_CLIENT and error in _NOT_JSON_RPC and self.quarantine:
             excerpt = frame.raw[:200].decode("utf-8", "replace")
-            emit(
+            self._emit(
                 self.report.violation(
                     POLLUTION, direction=direction, action="quarantined", excerpt=excerpt, session=session
                 )
@@ -161,7 +173,7 @@ class Verdicts:
         kind = method = tool = request_id = None
         if message is not None:
             kind, request_id, method, tool = message.kind, message.id, message.method, message.tool
-        emit(
+        self._emit(
             self.report.violation(
                 rule,
                 direction=frame.direction,
@@ -300,4 +312,4 @@ class Verdicts:
             patch=patch,
             session=frame.session,
         )
-        emit(event)
+        self._emit(event)

@@ -27,6 +27,7 @@ from .events import EventLog
 __all__ = [
     "EXAMPLES_PER_RULE",
     "EXCERPT_CHARS",
+    "EXCERPT_DEPTH",
     "UNANSWERED_LISTED",
     "ConformanceReport",
     "ReportError",
@@ -58,27 +59,35 @@ UNANSWERED_LISTED = 100
 
 def head_of(value: Any, chars: int) -> Any:
     """A copy of ``value`` holding about its first ``chars`` characters of JSON: strings shortened,
-    arrays and objects ended early. An excerpt of that length is the same; what it cannot show is
-    never copied, nor looked at again (a frame of a million small items costs no more than one)."""
-    return _head(value, chars)[0]
+    arrays and objects ended early, and nothing deeper than ``EXCERPT_DEPTH`` levels (a frame nested
+    a thousand deep is shown as its first levels: the JSON module writes no deeper than 255). An
+    excerpt of that length is the same; what it cannot show is never copied, nor looked at again (a
+    frame of a million small items costs no more than one)."""
+    return _head(value, chars, EXCERPT_DEPTH)[0]
 
 
-def _head(value: Any, budget: int) -> tuple[Any, int]:
+EXCERPT_DEPTH = 64
+"""Levels of nesting an excerpt shows at most."""
+
+
+def _head(value: Any, budget: int, depth: int) -> tuple[Any, int]:
     if isinstance(value, str):
         return value[: max(budget, 0)], budget - len(value) - 2
+    if depth <= 0 and isinstance(value, (Mapping, list, tuple)):
+        return "…", budget - 3
     if isinstance(value, Mapping):
         shown: dict[Any, Any] = {}
         for key, item in value.items():
             if budget <= 0:
                 break
-            shown[key], budget = _head(item, budget - len(str(key)) - 4)
+            shown[key], budget = _head(item, budget - len(str(key)) - 4, depth - 1)
         return shown, budget - 2
     if isinstance(value, (list, tuple)):
         items = []
         for item in value:
             if budget <= 0:
                 break
-            shown_item, budget = _head(item, budget - 1)
+            shown_item, budget = _head(item, budget - 1, depth - 1)
             items.append(shown_item)
         return items, budget - 2
     return value, budget - 8

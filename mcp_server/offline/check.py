@@ -116,7 +116,8 @@ class SessionCheck:
     observe mode: the same chains, the same verdicts, the same learning, the same report.
 
     What a file adds: a version forced (``--version``), a handshake on a version not bundled (checked
-    at the newest handshake version from there), the error-code rule of the library, and the
+    at the newest handshake version from there), the error-code rule of the library, a server's frame
+    that is no JSON-RPC reported under its rule (a capture is no process's stdout), and the
     direction of a frame recorded without one, told by the side that sends its method (per the
     schemas' method tables), a response the opposite of the request it answers.
     """
@@ -134,7 +135,14 @@ class SessionCheck:
         self.report = report
         # No size limit: a recording has none (a line over ``--max-frame-bytes`` never gets here).
         self.ledger = Ledger(
-            registry, OBSERVE_ALL, report, session=Session(session_id="capture"), limits=(sys.maxsize,) * 2, lock=lock
+            registry,
+            OBSERVE_ALL,
+            report,
+            session=Session(session_id="capture"),
+            limits=(sys.maxsize,) * 2,
+            lock=lock,
+            logged=False,  # the report is the output: no warning line per violation on stderr
+            quarantine=False,  # a capture holds frames, not a process's stdout: each refused under its rule
         )
         self.session = self.ledger.session
         self.forced = version

@@ -84,7 +84,7 @@ class SuiteRun:
 
 
 def run_suite(suite: list[str], url: str, out: Path, *extra: str) -> SuiteRun:
-    """The suite's server scenarios against ``url``, from its run.json files and its summary."""
+    """The suite's server scenarios against ``url``, from its checks.json files and its summary."""
     done = subprocess.run(
         [*suite, "server", "--url", url, "-o", str(out), *extra],
         stdin=subprocess.DEVNULL,
@@ -92,7 +92,7 @@ def run_suite(suite: list[str], url: str, out: Path, *extra: str) -> SuiteRun:
         timeout=SUITE_TIMEOUT,
     )
     results = {}
-    for checks_file in sorted(out.glob("server-*/run.json")):
+    for checks_file in sorted(out.glob("server-*/checks.json")):
         scenario = checks_file.parent.name.removeprefix("server-").rsplit("-", 6)[0]
         statuses = {check["status"] for check in json.loads(checks_file.read_text())}
         results[scenario] = "fail" if "FAILURE" in statuses else "warning" if "WARNING" in statuses else "pass"

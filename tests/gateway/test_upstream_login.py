@@ -168,7 +168,7 @@ def test_the_conformance_suites_authorization_scenarios_pass_with_the_gateway_as
             timeout=120,
             env=server_env(tmp_path),
         )
-        statuses = {check["status"] for path in out.rglob("run.json") for check in json.loads(path.read_text())}
+        statuses = {check["status"] for path in out.rglob("checks.json") for check in json.loads(path.read_text())}
         results[scenario] = (
             "fail" if "FAILURE" in statuses or not statuses else "warning" if "WARNING" in statuses else "pass"
         )
