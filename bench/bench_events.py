@@ -47,7 +47,7 @@ def gateway_share(exchanges: int, rounds: int) -> tuple[float, float, list[float
     from mcp_server.core.types import Frame
     from mcp_server.gateway.config import GatewayConfig
     from mcp_server.gateway.reports import new_report
-    from mcp_server.gateway.session import Checks, GatewaySession
+    from mcp_server.gateway.session import GatewayRun, GatewaySession
 
     registry, config, tools = SchemaRegistry(), GatewayConfig(), [tool(index) for index in range(20)]
 
@@ -60,7 +60,7 @@ def gateway_share(exchanges: int, rounds: int) -> tuple[float, float, list[float
 
     def once(runs: str, logged: bool) -> float:
         events = EventLog(EventLogSettings(runs_dir=Path(runs), stream="gateway")).open() if logged else None
-        checks = Checks(
+        checks = GatewayRun(
             registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events
         )
 

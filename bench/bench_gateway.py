@@ -37,7 +37,7 @@ from mcp_server.core.settings import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
 from mcp_server.core.types import Frame, Message, Reply  # noqa: E402
 from mcp_server.gateway.config import GatewayConfig  # noqa: E402
 from mcp_server.gateway.reports import new_report  # noqa: E402
-from mcp_server.gateway.session import Checks, GatewaySession  # noqa: E402
+from mcp_server.gateway.session import GatewayRun, GatewaySession  # noqa: E402
 from mcp_server.observe.events import EventLog, EventLogSettings  # noqa: E402
 from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
@@ -238,7 +238,7 @@ def chain_per_frame(pause: float, calls: int, size: int, runs: str) -> tuple[flo
     of a block, still settling from the other kind, are not counted."""
     registry, config = SchemaRegistry(), GatewayConfig()
     events = EventLog(EventLogSettings(runs_dir=Path(runs), stream="bench-chain")).open()
-    checks = Checks(registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events)
+    checks = GatewayRun(registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events)
     tools = [tool(index) for index in range(20)]
 
     def exchange(request: dict) -> tuple[bytes, bytes]:

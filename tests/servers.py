@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp_server.offline.golden import wait_ready
-from mcp_server.offline.replay import Replayed, replay_ndjson
+from mcp_server.harness.golden import wait_ready
+from mcp_server.harness.replay import Replayed, replay_ndjson
 
 from .conftest import server_command, server_env
 

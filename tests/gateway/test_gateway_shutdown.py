@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.offline.golden import wait_ready
+from mcp_server.harness.golden import wait_ready
 
 from ..conftest import initialize_frame, server_env
 from .test_gateway import BROKEN_UPSTREAM, children_of
