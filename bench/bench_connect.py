@@ -6,7 +6,9 @@ server-everything from npm), direct and through `mcp-server gateway` (which star
 its child); and to server-everything over Streamable HTTP, direct and through `gateway --upstream`
 over STDIO. The paths take turns, round after round, so each sees the same machine; the medians
 and the spread (min-max) are printed, with the ratio gateway / direct.
-Usage: python bench/bench_connect.py [--rounds N] [--quick]
+Every process runs as installed, its bytecode compiled once before the first round (the environment may
+say not to write bytecode: then each start would compile the package anew, which no install does).
+Usage: python bench/bench_connect.py [--rounds N] [--quick] [--mode auto|legacy]
 """
 
 from __future__ import annotations
@@ -35,8 +37,25 @@ OWN = [sys.executable, str(ROOT / "tests" / "upstreams" / "matrix_server.py")]
 GATEWAY = [sys.executable, "-m", "mcp_server", "gateway"]
 
 
+PYCACHE = tempfile.mkdtemp(prefix="bench-connect-pycache-")
+
+
 def env(runs: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "MCP_RUNS_DIR": runs, "MCP_READY_FILE": f"{runs}/ready"}
+    """Every process as installed: its bytecode compiled once (as pip does on install), not on each start."""
+    environ = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    return {
+        **environ,
+        "PYTHONPATH": str(ROOT),
+        "PYTHONPYCACHEPREFIX": PYCACHE,
+        "MCP_RUNS_DIR": runs,
+        "MCP_READY_FILE": f"{runs}/ready",
+    }
+
+
+def compile_bytecode() -> None:
+    """The package's and the test servers' bytecode, compiled before the first round (both paths alike)."""
+    command = [sys.executable, "-m", "compileall", "-q", str(ROOT / "mcp_server"), str(ROOT / "tests" / "upstreams")]
+    subprocess.run(command, env=env(PYCACHE), check=True, stdout=subprocess.DEVNULL)
 
 
 def stdio(command: list[str], runs: str) -> StdioServerParameters:
@@ -78,9 +97,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="3 rounds")
+    parser.add_argument("--mode", choices=["auto", "legacy"], action="append", help="the SDK client's modes (both)")
     args = parser.parse_args()
     rounds = 3 if args.quick else args.rounds
     runs = tempfile.mkdtemp(prefix="bench-connect-")
+    compile_bytecode()
     everything = [*node_command(SERVER_EVERYTHING, "mcp-server-everything"), "stdio"]
     server, url = http_everything(runs)
     pairs = {
@@ -89,7 +110,7 @@ def main() -> None:
         "server-everything, HTTP": (url, stdio([*GATEWAY, "--upstream", url], runs)),
     }
     try:
-        for mode in ("auto", "legacy"):
+        for mode in args.mode or ("auto", "legacy"):
             print(f"\nSDK client mode {mode!r}: seconds to connect and list tools, median (min-max) of {rounds}")
             for name, (direct, gated) in pairs.items():
                 times: dict[str, list[float]] = {"direct": [], "gateway": []}
@@ -98,10 +119,12 @@ def main() -> None:
                     times["gateway"].append(asyncio.run(connect(gated, mode)))
                 medians = {key: statistics.median(values) for key, values in times.items()}
                 spread = {key: f"{min(values):.3f}-{max(values):.3f}" for key, values in times.items()}
+                added = [g - d for d, g in zip(times["direct"], times["gateway"], strict=True)]  # per round
                 print(
                     f"  {name:28} direct {medians['direct']:.3f} ({spread['direct']})"
                     f"  gateway {medians['gateway']:.3f} ({spread['gateway']})"
                     f"  ratio {medians['gateway'] / medians['direct']:.2f}"
+                    f"  added {statistics.median(added):.3f} s ({min(added):.3f}-{max(added):.3f}; target ≤ 0.1)"
                 )
     finally:
         server.terminate()

@@ -9,6 +9,9 @@ ratio, so that a burst of load on a shared machine falls on both sides of a pair
 process's CPU time per frame (every thread of it: the chain, the producer's sends and the timer),
 which a stolen or descheduled core does not inflate. The writer process's own CPU is not in the
 second reading; on a machine whose cores slow each other down it still shows in the first.
+A third reading, the gateway's: one `GatewaySession` in this process driven through a
+`tools/call` and its result at a time (bench_gateway.py's instant upstream), log on and off in
+turn; this process's CPU per exchange and the share the log takes of it.
 Usage: python bench/bench_events.py [--quick]
 """
 
@@ -30,6 +33,64 @@ from corpus import VERSION, build  # noqa: E402
 
 from mcp_server.observe.events import EventLog, EventLogSettings  # noqa: E402
 from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
+
+
+def gateway_share(exchanges: int, rounds: int) -> tuple[float, float, list[float]]:
+    """The gateway's own CPU µs per exchange with the log off and on (medians), and each round's share."""
+    import asyncio
+    import json
+
+    import bench_gateway as bg
+    from fast_upstream import result_of, tool
+
+    from mcp_server.core.settings import DEFAULT_MAX_FRAME_BYTES
+    from mcp_server.core.types import Frame
+    from mcp_server.gateway.config import GatewayConfig
+    from mcp_server.gateway.reports import new_report
+    from mcp_server.gateway.session import GatewayRun, GatewaySession
+
+    registry, config, tools = SchemaRegistry(), GatewayConfig(), [tool(index) for index in range(20)]
+
+    def exchange(request: dict) -> tuple[bytes, bytes]:
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": result_of(request, tools)}
+        return json.dumps(request).encode(), json.dumps(reply).encode()
+
+    opening = [exchange(bg.INITIALIZE), exchange({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})]
+    calls = [exchange(json.loads(bg.call(index, 1000))) for index in range(1, exchanges + 1)]
+
+    def once(runs: str, logged: bool) -> float:
+        events = EventLog(EventLogSettings(runs_dir=Path(runs), stream="gateway")).open() if logged else None
+        checks = GatewayRun(
+            registry, config, new_report("bench", config, None, events), DEFAULT_MAX_FRAME_BYTES, None, events
+        )
+
+        async def drive() -> float:
+            nowhere = bg._Nowhere()
+            gateway = GatewaySession(checks, nowhere, lambda _: nowhere, transport="stdio")
+            for request, reply in opening:
+                await gateway.from_client(Frame(request, "stdio", gateway.session))
+                await gateway.from_upstream(reply, None)
+            began = time.process_time()
+            for request, reply in calls:
+                await gateway.from_client(Frame(request, "stdio", gateway.session))
+                await gateway.from_upstream(reply, None)
+            spent = time.process_time() - began
+            gateway.deadlines.close()
+            return spent / len(calls) * 1e6
+
+        spent = asyncio.run(drive())
+        if events is not None:
+            events.close()
+        return spent
+
+    off: list[float] = []
+    on: list[float] = []
+    with tempfile.TemporaryDirectory() as runs:
+        for _ in range(rounds):
+            off.append(once(runs, False))
+            on.append(once(runs, True))
+    shares = [100 * (1 - a / b) for a, b in zip(off, on, strict=True)]
+    return statistics.median(off), statistics.median(on), shares
 
 
 def main() -> None:
@@ -87,6 +148,11 @@ def main() -> None:
     cpu_ratio = cpu_off / cpu_on
     print(f"the writer process: {statistics.median(writer_cpu) * 1e6:.2f} CPU µs per event (its start-up left out)")
     print(f"logging on / off, this process's CPU time: {cpu_ratio:.2f}; cost {100 * (1 - cpu_ratio):.1f} %")
+    off_us, on_us, shares = gateway_share(2000 if quick else 5000, repeats)
+    print(
+        f"the gateway's own CPU per tools/call exchange: log off {off_us:.1f} µs, on {on_us:.1f} µs; the log's share"
+        f" {statistics.median(shares):.1f} % ({min(shares):.1f} to {max(shares):.1f}; target ≤ 5 %)"
+    )
 
 
 if __name__ == "__main__":

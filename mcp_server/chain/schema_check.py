@@ -9,6 +9,7 @@ asks ``is_valid``, the diagnostic one lists the violations.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Protocol
 
 from ..core.errors import CanonicalError, Rejection
@@ -283,7 +284,7 @@ class SchemaCheck:
                     return doubt(frame, document)
                 method, tool = pending.method, pending.tool
                 version = session.version or reply_version(registry, pending)
-                validator = results[version].get(method)  # the whole frame, envelope included
+                validator = results[version][method]  # the whole frame, envelope included
                 if validator is not None and not validator.is_valid(document):
                     return doubt(frame, document)
                 if tool is not None and tool_table is not None and version in with_outputs:
@@ -300,7 +301,7 @@ class SchemaCheck:
             version = session.version or stateless_version(params, registry)
             if version is None or method is None:
                 return doubt(frame, document)
-            validator = (requests if kind is REQUEST else notifications)[version].get(method)
+            validator = (requests if kind is REQUEST else notifications)[version][method]
             if validator is None:  # one of the server's own tools, called as a method of its own name?
                 return own(frame, document, kind, rid, method, params, version, tool)
             if not validator.is_valid(document):
@@ -314,27 +315,38 @@ class SchemaCheck:
         return check
 
 
+class _OnFirstUse(dict[str, Any]):
+    """A table filled as it is read: ``table[key]`` makes a missing entry with ``make(key)`` and keeps
+    it (a key ``make`` gives ``None`` for is not kept: a name nobody defines does not grow the table).
+    A hit costs what a ``dict``'s does."""
+
+    __slots__ = ("_make",)
+
+    def __init__(self, make: Callable[[str], Any]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: str) -> Any:
+        value = self._make(key)
+        if value is not None:
+            self[key] = value
+        return value
+
+
 def _tables(registry: SchemaRegistry, direction: Direction) -> tuple[Tables, Tables, Tables]:
     """Per version, method → the validator of a request, and of a notification, sent in ``direction``,
-    and of the result that answers a request sent the other way (prepared once: the fast lookups)."""
-    requests: Tables = {}
-    notifications: Tables = {}
-    results: Tables = {}
-    for version, protocol in registry.protocols.items():
-        requests[version] = _table(protocol.requests, direction, protocol.request_validator)
-        notifications[version] = _table(protocol.notifications, direction, protocol.notification_validator)
-        results[version] = {
-            method: validator
-            for method in protocol.request_methods
-            if (validator := protocol.result_validator(method)) is not None
-        }
-    return requests, notifications, results
+    and of the result that answers a request sent the other way (``None``: the version defines no
+    such method). Each version's tables are made on its first frame and each validator is compiled
+    on its first use (a session uses one version and a few methods), then they are dict lookups."""
 
+    def per_method(validator: Callable[[ProtocolSchema], Callable[[str], Validator | None]]) -> Tables:
+        return _OnFirstUse(lambda version: _OnFirstUse(validator(registry.protocol(version))))
 
-def _table(
-    methods: Mapping[tuple[Direction, str], str], direction: Direction, validator: Callable[[Direction, str], Any]
-) -> dict[str, Validator]:
-    return {method: validator(direction, method) for (side, method) in methods if side is direction}
+    return (
+        per_method(lambda protocol: partial(protocol.request_validator, direction)),
+        per_method(lambda protocol: partial(protocol.notification_validator, direction)),
+        per_method(lambda protocol: protocol.result_validator),
+    )
 
 
 def _own_tool_check(registry: SchemaRegistry, tools: ToolSchemas | None, after: FastCheck, doubt: Doubt) -> FastCheck:

@@ -80,6 +80,7 @@ def declare(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
     from ..gateway import startup
+    from ..transport.event_loop import loop_name
 
     listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
     auth, resource = front_auth(args, environ, listen.host if listen.front == "http" else None, "--listen")
@@ -94,6 +95,7 @@ def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]
     detail = {"mode": "gateway", "schemas": gateway.run.registry.provenance}
     events.emit("start", status="started", transport=listen.front, detail=detail)
     ready = f"upstream={gateway.upstream_name} policy={gateway.run.config.mode.value}"
+    ready += f" loop={loop_name(settings.event_loop, stdio=listen.front == 'stdio')}"  # uvloop where installed
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:

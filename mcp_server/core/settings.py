@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_MAX_SERVER_FRAME_BYTES",
     "ENDPOINTS",
+    "EVENT_LOOPS",
     "LOG_FORMATS",
     "LOG_LEVELS",
     "MAX_FRAME_BYTES_LIMIT",
@@ -39,6 +40,7 @@ DEFAULT_MAX_SERVER_FRAME_BYTES = 16 * 1_048_576
 file is 16 MB of base64). The gateway's memory at that size is in docs/limits.md."""
 ENDPOINTS = ("stdio", "socket", "http")
 LOG_FORMATS = ("text", "json")
+EVENT_LOOPS = ("auto", "asyncio")
 LOG_LEVELS = ("warning", "info", "debug")
 """``MCP_LOG_LEVEL``: warnings only (the default), or every event and unanswered frame on stderr."""
 ASSERT_FORMATS_HELP = "assert every string `format` (uri, …) as invalid_format; off by default (MCP_ASSERT_FORMATS)"
@@ -250,6 +252,23 @@ SETTINGS: tuple[Setting, ...] = (
         what=f"seconds within which an HTTP request's head and body must arrive ({_LIMITS_DOC})",
     ),
     Setting(name="max_batch", part=_LIMITS, variable="MCP_MAX_BATCH", default=100, what="items in one `validate_many`"),
+    Setting(
+        name="compile_all_schemas",
+        part=_LIMITS,
+        variable="MCP_COMPILE_ALL_SCHEMAS",
+        default=False,
+        shown="`0`",
+        what="`1`: compile every bundled MCP version's validators at start-up (for a server that answers every "
+        "version at once); by default a validator is compiled when a session first needs it",
+    ),
+    Setting(
+        name="event_loop",
+        part=_LIMITS,
+        variable="MCP_EVENT_LOOP",
+        default="auto",
+        what="`auto`: uvloop where it is installed (the `uvloop` extra: `pip install 'mcp-server[uvloop]'`), else "
+        "asyncio's own loop; `asyncio`: asyncio's own loop always",
+    ),
     Setting(
         name="assert_formats",
         part=_LIMITS,
@@ -683,6 +702,8 @@ class Settings:
     log_format: str = _DEFAULTS["log_format"]
     log_every_event: bool = False
     assert_formats: bool = _DEFAULTS["assert_formats"]
+    compile_all_schemas: bool = _DEFAULTS["compile_all_schemas"]
+    event_loop: str = _DEFAULTS["event_loop"]
     environ: Mapping[str, str] | None = None
 
     @classmethod
@@ -721,6 +742,8 @@ class Settings:
             log_format=_choice(environ, _env("log_format"), LOG_FORMATS),
             log_every_event=log_level(environ) != "warning",
             assert_formats=_flag(environ, _env("assert_formats")),
+            compile_all_schemas=_flag(environ, _env("compile_all_schemas")),
+            event_loop=_choice(environ, _env("event_loop"), EVENT_LOOPS),
             environ=dict(environ),
         )
 

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import httpx
-
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
@@ -185,6 +183,7 @@ class JwtIssuer:
 
     async def _jwks(self, *, refresh: bool) -> Any:
         """The issuer's key set, fetched once (and again on ``refresh``, rate-limited)."""
+        import httpx  # the HTTP client stack, only once a token is checked (not imported over STDIO)
         from joserfc.jwk import KeySet
 
         async with self._fetching:
@@ -199,6 +198,8 @@ class JwtIssuer:
             return self._keys
 
     async def _fetch_jwks(self) -> Any:
+        import httpx
+
         base = self.issuer.rstrip("/")
         parts = urlsplit(base)
         origin, path = f"{parts.scheme}://{parts.netloc}", parts.path
@@ -351,6 +352,8 @@ class UpstreamResource:
         return described
 
     async def _fetch(self) -> dict[str, Any] | None:
+        import httpx  # the HTTP client stack, only when an upstream is asked
+
         parts = urlsplit(self.upstream_url)
         origin = f"{parts.scheme}://{parts.netloc}"
         candidates = [self._seen] if self._seen else []

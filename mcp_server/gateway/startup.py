@@ -5,7 +5,6 @@ the settings and the event log; nothing here parses it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +27,7 @@ from ..registry.credentials import UpstreamHeaders, expand, upstream_headers
 from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
+from ..transport.event_loop import run as run_on_loop
 from .aggregate import Fleet
 from .config import GatewayConfig
 
@@ -115,7 +115,7 @@ def prepare(
     ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
-    registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
+    registry = _registry(settings, assert_formats)
     flags = dict(lock=lock_path, lock_server=lock_server, max_frame_bytes=limits[0], max_server_frame_bytes=limits[1])
     config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
     fleet = _fleet(config, servers_path, bool(upstream_url or command), bridge, environ)
@@ -148,6 +148,12 @@ def prepare(
         front_check=front_check,
         passthrough=passthrough,
     )
+
+
+def _registry(settings: Settings, assert_formats: bool) -> SchemaRegistry:
+    """The schemas, each compiled on first use (or every version now: ``MCP_COMPILE_ALL_SCHEMAS``)."""
+    formats = settings.assert_formats or assert_formats
+    return SchemaRegistry(assert_formats=formats, compile_all=settings.compile_all_schemas)
 
 
 def _gateway_run(
@@ -356,14 +362,17 @@ def _upstreams(
 def run_stdio(gateway: Gateway) -> int:
     from .ndjson_front import run_stdio as serve
 
-    return asyncio.run(serve(gateway.new_upstream(), gateway.run, gateway.settings.runs_dir))
+    serving = serve(gateway.new_upstream(), gateway.run, gateway.settings.runs_dir)
+    return run_on_loop(serving, gateway.settings.event_loop, stdio=True)
 
 
 def run_socket(gateway: Gateway, listener: socket.socket, on_ready: Callable[[], None]) -> int:
     from .ndjson_front import run_socket as serve
 
     run, runs_dir = gateway.run, gateway.settings.runs_dir
-    return asyncio.run(serve(gateway.new_upstream, listener, run, runs_dir, on_ready=on_ready))
+    return run_on_loop(
+        serve(gateway.new_upstream, listener, run, runs_dir, on_ready=on_ready), gateway.settings.event_loop
+    )
 
 
 # What one session with a process of its own costs (issue 30): a minimal Python server written with the
@@ -440,4 +449,4 @@ def run_http(
         access = FrontAccess(passthrough=UpstreamResource(gateway.upstream_url, resource))
     run, runs_dir = gateway.run, settings.runs_dir
     serving = run_gateway_http(gateway.new_upstream, run, options, listener, runs_dir, on_ready, access)
-    return asyncio.run(serving)
+    return run_on_loop(serving, "asyncio")  # on uvloop a session's end waited out a timeout: asyncio's loop here

@@ -1,6 +1,7 @@
-"""SchemaRegistry: every schema the project validates against, compiled once at start-up.
+"""SchemaRegistry: every schema the project validates against, each compiled once, on first use
+(or all at start-up: ``compile_all``).
 
-Read-only after construction, except the fingerprint-keyed cache that compiles a tool I/O
+Read-only after construction, except the caches that compile a protocol validator or a tool I/O
 schema on first sight. ``$ref`` resolves only against schemas indexed here: never a fetch.
 """
 
@@ -230,7 +231,7 @@ class ProtocolSchema:
         # Tools may declare an outputSchema and answer with structuredContent (from 2025-06-18).
         call_result = self.definitions.get("CallToolResult", {})
         self.structured_tool_results = "structuredContent" in call_result.get("properties", {})
-        self._registry = jsonschema_rs.Registry([(self.uri, dict(document))], retriever=_refuse_remote)
+        self._registry: Any = None  # the definitions indexed for ``$ref``: made with the first validator
         requests: dict[tuple[Direction, str], str] = {}
         notifications: dict[tuple[Direction, str], str] = {}
         sides = {
@@ -257,23 +258,37 @@ class ProtocolSchema:
         # An error answering a frame whose id could not be read: from 2025-11-25 it leaves ``id`` out
         # (the schema allows no ``null``); before, every form is refused and JSON-RPC 2.0's null stands.
         self.error_id_optional = "id" not in self.definitions[self.error_response_def].get("required", ())
-        # Compiled once, each a whole-frame validator: one per request and notification definition
-        # (with its envelope), one per result keyed by the method it answers, and the envelopes.
+        # Compiled on first use, each a whole-frame validator: one per request and notification
+        # definition (with its envelope), one per result keyed by the method it answers, and the
+        # envelopes. A session uses one version and a few methods: the rest is never compiled
+        # (``compile_all`` compiles every one, for a server that answers every version at once).
         self._by_ref: dict[str, Validator] = {}
         self._validators: dict[str, Validator] = {}
         self._frames: dict[str, Validator] = {}
-        for name in set(requests.values()):
-            self._frames[name] = self._frame_validator("JSONRPCRequest", name)
-        for name in set(notifications.values()):
-            self._frames[name] = self._frame_validator("JSONRPCNotification", name)
         self._results: dict[str, Validator] = {}
         self._result_required: dict[str, frozenset[str]] = {}
+        self._request_of: dict[str, str] = {}  # a method → its request definition's name
         for name in set(requests.values()):
             method = self._method_const(name) or name
-            self._results[method] = self._result_validator(name)
+            self._request_of[method] = name
             self._result_required[method] = frozenset(self._result_definition(name).get("required", ()))
+        self._envelope_of = {name: "JSONRPCRequest" for name in requests.values()}
+        self._envelope_of.update({name: "JSONRPCNotification" for name in notifications.values()})
+
+    @property
+    def compiled(self) -> int:
+        """How many of this version's validators are compiled so far."""
+        return len({id(v) for table in (self._by_ref, self._frames, self._results) for v in table.values()})
+
+    def compile_all(self) -> ProtocolSchema:
+        """Every validator of this version compiled now (a start-up that must answer any frame at once)."""
+        for name in self._envelope_of:
+            self._frame(name)
+        for method in self._request_of:
+            self.result_validator(method)
         for name in ("JSONRPCRequest", "JSONRPCNotification", self.result_response_def, self.error_response_def):
-            self._validators[name] = self._ref_validator(self._def(name))
+            self.definition_validator(name)
+        return self
 
     def _def(self, name: str) -> str:
         return f"#/{self.defs_key}/{name}"
@@ -335,6 +350,8 @@ class ProtocolSchema:
         return self._result_required.get(method, frozenset())
 
     def _compile(self, schema: Mapping[str, Any], name: str) -> Validator:
+        if self._registry is None:
+            self._registry = jsonschema_rs.Registry([(self.uri, dict(self.document))], retriever=_refuse_remote)
         wrapper = {"$schema": self.document.get("$schema"), **schema}
         return _compile(wrapper, name, registry=self._registry, validate_formats=self.assert_formats)
 
@@ -363,29 +380,46 @@ class ProtocolSchema:
             validator = self._validators[name] = self._ref_validator(self._def(name))
         return validator
 
+    def _frame(self, name: str) -> Validator:
+        validator = self._frames.get(name)
+        if validator is None:
+            validator = self._frames[name] = self._frame_validator(self._envelope_of[name], name)
+        return validator
+
     def request_validator(self, direction: Direction, method: str) -> Validator | None:
         """The whole-frame validator of a request of ``method`` sent in ``direction`` (envelope included)."""
         name = self.requests.get((direction, method))
-        return None if name is None else self._frames[name]
+        return None if name is None else self._frame(name)
 
     def notification_validator(self, direction: Direction, method: str) -> Validator | None:
         """The whole-frame validator of a notification of ``method`` sent in ``direction`` (envelope included)."""
         name = self.notifications.get((direction, method))
-        return None if name is None else self._frames[name]
+        return None if name is None else self._frame(name)
 
     def result_validator(self, method: str) -> Validator | None:
         """The whole-frame validator of a result response to ``method`` (envelope included)."""
-        return self._results.get(method)
+        validator = self._results.get(method)
+        if validator is None:
+            name = self._request_of.get(method)
+            if name is None:
+                return None
+            validator = self._results[method] = self._result_validator(name)
+        return validator
 
     def envelope_validator(self, name: str) -> Validator:
-        return self._validators[name]
+        return self.definition_validator(name)
 
 
 class SchemaRegistry:
     """The start-up registry: bundled MCP versions, the project's schemas and configured roots."""
 
     def __init__(
-        self, *, mcp_dir: Path | None = None, roots: Sequence[Path] = (), assert_formats: bool = False
+        self,
+        *,
+        mcp_dir: Path | None = None,
+        roots: Sequence[Path] = (),
+        assert_formats: bool = False,
+        compile_all: bool = False,
     ) -> None:
         mcp_dir = BUNDLED_SCHEMAS / "mcp" if mcp_dir is None else mcp_dir
         self.mcp_dir = mcp_dir
@@ -396,6 +430,8 @@ class SchemaRegistry:
         for path in sorted(mcp_dir.glob("*/schema.json")):
             version = path.parent.name
             protocols[version] = ProtocolSchema(version, self._read(path), path, assert_formats=assert_formats)
+            if compile_all:  # else each validator is compiled on its first use (``ProtocolSchema``)
+                protocols[version].compile_all()
         if not protocols:
             raise SchemaError(f"{mcp_dir}: no MCP schemas (expected <version>/schema.json)")
         self.protocols: Mapping[str, ProtocolSchema] = MappingProxyType(protocols)

@@ -4,7 +4,6 @@ transport runs it. The command line gives the settings and the event log; nothin
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from ..execution.setup import ExecutionSetup, load_execution_setup
 from ..observe.events import EventLog
 from ..registry.corpus import Corpus, load_corpus
 from ..registry.schemas import SchemaRegistry
+from ..transport.event_loop import run
 from .app import build_server
 from .tools import ToolSet
 from .tools.catalog import builtin_tools
@@ -51,7 +51,9 @@ def prepare(
 ) -> Server:
     """Everything ``serve`` runs, read and checked before any transport starts (``SetupError``).
     ``assert_formats``: string formats are checked (``invalid_format``) instead of annotations."""
-    registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
+    registry = SchemaRegistry(
+        assert_formats=settings.assert_formats or assert_formats, compile_all=settings.compile_all_schemas
+    )
     front_check = None if auth is None else load_access(auth)  # a bad --auth is refused first
     corpus = load_corpus(environ, registry)
     execution = load_execution_setup(
@@ -113,7 +115,8 @@ def run_stdio(server: Server, on_ready: Callable[[], None]) -> None:
     from ..transport.stdio import serve_stdio
 
     limit = server.settings.max_frame_bytes
-    asyncio.run(serve_stdio(server.handler, max_frame_bytes=limit, on_ready=on_ready, connect=attach_peer))
+    serving = serve_stdio(server.handler, max_frame_bytes=limit, on_ready=on_ready, connect=attach_peer)
+    run(serving, server.settings.event_loop, stdio=True)
 
 
 def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
@@ -126,7 +129,7 @@ def run_socket(server: Server, on_ready: Callable[[], None]) -> None:
         serving = serve_unix_socket(
             server.handler, listener, max_frame_bytes=limit, on_ready=on_ready, connect=attach_peer
         )
-        asyncio.run(serving)
+        run(serving, settings.event_loop)
     finally:
         with contextlib.suppress(FileNotFoundError):
             settings.socket_path.unlink()  # ours: bound above (a file that was there is never removed)
@@ -166,4 +169,4 @@ def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, 
         resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
     auth = None if server.front_check is None else FrontAuth(check=server.front_check(resource), resource=resource)
     app = serve_http_app(server.handler, registry, options, rest, metrics=metrics, events=server.events, auth=auth)
-    asyncio.run(serve_http(app, listener, on_ready=on_ready, read_seconds=options.read_seconds))
+    run(serve_http(app, listener, on_ready=on_ready, read_seconds=options.read_seconds), "asyncio")  # as the gateway's

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.settings import SetupError
 from ..core.types import Message
+from .coalescing import CoalescingTransport
 from .ndjson import LineSplitter, read_lines
 from .stdio import ChunkReader
 
@@ -80,15 +81,18 @@ class ChildProcess:
         self._stdout = ChunkReader()
         self._stderr_task: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[Any] | None = None  # the task that iterates ``frames``
+        self._input = _Input()  # the child's stdin
 
     async def open(self) -> None:
         # The child's stdout is a pipe of our own, read straight into a ``ChunkReader``: a hop fewer
-        # per frame than a stream reader with a task behind it.
+        # per frame than a stream reader with a task behind it. Its stdin is a pipe of our own too,
+        # on either loop (uvloop's would be a socket pair), written one loop turn at a time.
         read_end, write_end = os.pipe()
+        stdin_read, stdin_write = os.pipe()
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.command,
-                stdin=asyncio.subprocess.PIPE,
+                stdin=stdin_read,
                 stdout=write_end,
                 stderr=asyncio.subprocess.PIPE,
                 limit=_CHUNK,
@@ -97,11 +101,14 @@ class ChildProcess:
             )
         except OSError as exc:
             os.close(read_end)
+            os.close(stdin_write)
             raise SetupError(f"cannot start upstream {self.command[0]!r}: {exc.strerror}") from None
         finally:
             os.close(write_end)
-        pipe = os.fdopen(read_end, "rb", buffering=0)
-        await asyncio.get_running_loop().connect_read_pipe(lambda: self._stdout, pipe)
+            os.close(stdin_read)
+        loop = asyncio.get_running_loop()
+        await loop.connect_read_pipe(lambda: self._stdout, os.fdopen(read_end, "rb", buffering=0))
+        await loop.connect_write_pipe(lambda: self._input, os.fdopen(stdin_write, "wb", buffering=0))
         self._stderr_task = asyncio.ensure_future(self._copy_stderr())
 
     async def _copy_stderr(self) -> None:
@@ -119,20 +126,17 @@ class ChildProcess:
             sys.stderr.flush()
 
     async def send(self, raw: bytes, about: Message | None = None) -> None:
-        assert self.process is not None and self.process.stdin is not None
-        self.process.stdin.write(raw + b"\n")
-        await self.process.stdin.drain()  # a slow upstream slows the client down: bounded buffers
+        """``raw`` on its way: the frames sent in one turn of the loop leave in one write (the child
+        wakes once per burst, as a relay's would), then a wait while the child is far behind."""
+        self._input.write(raw + b"\n")
+        await self._input.drain()  # a slow upstream slows the client down: bounded buffers
 
     def write_now(self, raw: bytes) -> bool:
         """``send`` without a turn of the event loop, when the pipe's buffer is below its high-water
         mark (what ``drain`` would wait for); ``False``: nothing written, ``send`` it."""
-        stdin = None if self.process is None else self.process.stdin
-        if stdin is None or stdin.is_closing():
+        if not self._input.open or self._input.paused:
             return False
-        transport = stdin.transport
-        if transport.get_write_buffer_size() >= transport.get_write_buffer_limits()[1]:
-            return False
-        stdin.write(raw + b"\n")
+        self._input.write(raw + b"\n")  # behind what this turn holds already: the order is kept
         return True
 
     def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
@@ -145,9 +149,7 @@ class ChildProcess:
         process = self.process
         if process is None:
             return None
-        if process.stdin is not None:
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                process.stdin.close()
+        self._input.close()  # what this turn still holds goes first
         for stop, cap in ((None, _STOP_AFTER_EOF), (signal.SIGTERM, _STOP_AFTER_SIGTERM)):
             if stop is not None and process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -180,3 +182,55 @@ class ChildProcess:
                 await asyncio.wait({exited}, timeout=remaining)
         finally:
             exited.cancel()
+
+
+class _Input(asyncio.Protocol):
+    """The child's stdin: writes of one loop turn leave together (``CoalescingTransport``); ``drain``
+    waits while the pipe's buffer is past its high-water mark, and raises once the child is gone
+    (what the gateway reads as an upstream that no longer takes frames)."""
+
+    def __init__(self) -> None:
+        self._transport: CoalescingTransport | None = None
+        self.paused = False
+        self._lost = False
+        self._room: asyncio.Future[None] | None = None
+
+    @property
+    def open(self) -> bool:
+        return self._transport is not None and not self._lost and not self._transport.is_closing()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = CoalescingTransport(transport)  # type: ignore[arg-type]
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
+
+    def write(self, data: bytes) -> None:
+        if self._transport is not None and not self._lost:
+            self._transport.write(data)  # after the end, dropped: ``drain`` says the child is gone
+
+    async def drain(self) -> None:
+        while self.paused and not self._lost:
+            self._room = asyncio.get_running_loop().create_future()
+            try:
+                await self._room
+            finally:
+                self._room = None
+        if self._lost:
+            raise ConnectionResetError("the upstream closed its input")
+
+    def close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()

@@ -52,8 +52,8 @@ class ChunkReader(asyncio.Protocol):
         self._paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.ReadTransport)
-        self._transport = transport
+        # A read transport by contract; uvloop's are not subclasses of asyncio's, so no isinstance.
+        self._transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
         self._chunks.append(data)
@@ -177,9 +177,9 @@ class ChunkWriter(asyncio.Protocol):
         self._failure: Exception | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.WriteTransport)
-        transport.set_write_buffer_limits(high=MAX_HELD_OUTPUT)
-        self._transport = CoalescingTransport(transport)
+        # A write transport by contract (uvloop's are not subclasses of asyncio's: no isinstance).
+        transport.set_write_buffer_limits(high=MAX_HELD_OUTPUT)  # type: ignore[attr-defined]
+        self._transport = CoalescingTransport(transport)  # type: ignore[arg-type]
         self._ended = False
 
     def pause_writing(self) -> None:

@@ -223,7 +223,9 @@ def _with_meta(frame: Any, stated: Any) -> Any:
     if stated is None or not isinstance(frame, dict) or not isinstance(frame.get("params", {}), dict):
         return frame
     params = dict(frame.get("params") or {})
-    params["_meta"] = {**(params.get("_meta") or {}), STATED: stated, CLIENT_CAPABILITIES_META: {}}
+    meta = params.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}  # (a generated ``_meta`` that is no object is replaced)
+    params["_meta"] = {**meta, STATED: stated, CLIENT_CAPABILITIES_META: {}}
     return {**frame, "params": params}
 
 

@@ -15,6 +15,7 @@ import pytest
 from mcp_server.cli import _parser
 from mcp_server.core.settings import (
     ENDPOINTS,
+    EVENT_LOOPS,
     LOG_FORMATS,
     SETTING,
     SETTINGS,
@@ -100,7 +101,7 @@ def _another_value(setting: Setting) -> str:
         return "elsewhere"
     if isinstance(default, tuple):
         return "gateway.example"
-    choices = next((c for c in (ENDPOINTS, LOG_FORMATS) if default in c), None)
+    choices = next((c for c in (ENDPOINTS, LOG_FORMATS, EVENT_LOOPS) if default in c), None)
     return choices[1] if choices else "other.example"
 
 
