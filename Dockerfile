@@ -6,10 +6,11 @@
 # secret) or MCP_AUTH=jwt:ISSUER_URL (and MCP_AUTH_RESOURCE, the public URL of /mcp), or, knowingly,
 # MCP_ALLOW_UNAUTHENTICATED=1 (docs/authentication.md). /health stays open for the orchestrator.
 FROM python:3.11-slim AS build
-# A pure-Python package: no compiler in either stage; the schemas ship inside it.
+# A pure-Python package: no compiler in either stage; the build maps the top-level schemas/ inside it.
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY mcp_server ./mcp_server
+COPY schemas ./schemas
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir /src
 
 FROM python:3.11-slim

@@ -23,7 +23,7 @@ root = sys.argv[1]
 sys.path[:0] = [root, root + "/bench"]
 from bench_spine import run_chain
 from corpus import build
-from mcp_server.registry import SchemaRegistry
+from mcp_server.registry.schemas import SchemaRegistry
 frames, tools = build(int(sys.argv[2]))
 registry = SchemaRegistry()
 run_chain(frames, tools, registry)  # warm-up

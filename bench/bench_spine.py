@@ -42,8 +42,9 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
 
 def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=None) -> tuple[float, list[float]]:
     """The verdict path as a gateway runs it on a recorded session: each frame through its direction's
-    compiled chain, a request expected (so its response is checked against its result type), the
-    version committed by the initialize result, and (with ``events``) the frame's row in the log."""
+    compiled chain, a request expected (so its response is checked against its result type) and
+    settled by its reply, the version committed by the initialize result, and (with ``events``) the
+    frame's row in the log."""
     schemas = CorpusTools(registry, tools)
     both = (Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT)
     chains = {d: build_chain(registry, d, tools=schemas) for d in both}
@@ -61,13 +62,16 @@ def run_chain(frames: list, tools: list[dict], registry: SchemaRegistry, events=
             try:
                 message = (client if item.client else server)(frame)
             except Rejection as rejection:
+                session.answered(direction, rejection.message)
                 if log_refused is not None:
                     log_refused(frame, rejection, None, start)
             else:
                 if message.kind is REQUEST and message.id is not None:
                     session.expect(direction, message.id, message.method, message.tool)
-                elif message.method == "initialize":
-                    session.negotiate(VERSION)
+                else:
+                    session.answered(direction, message)  # a reply settles the request it answers
+                    if message.method == "initialize":
+                        session.negotiate(VERSION)
                 if log_frame is not None:
                     log_frame(frame, message, None, start, "relay")
             latencies.append(time.perf_counter() - start)

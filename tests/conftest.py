@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 pytest_plugins = ["mcp_server.testing"]
 
-LOG_SCHEMA = ROOT / "mcp_server" / "schemas" / "log-event.schema.json"
+LOG_SCHEMA = ROOT / "schemas" / "log-event.schema.json"
 
 
 # Each parallel worker's check of its events: how many, how many invalid, the first invalid ones.

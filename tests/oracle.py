@@ -23,7 +23,7 @@ from jsonschema import Draft7Validator, Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT7, DRAFT202012
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "mcp_server" / "schemas" / "mcp"
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas" / "mcp"
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 C2S, S2C = "client_to_server", "server_to_client"
 OPPOSITE = {C2S: S2C, S2C: C2S}

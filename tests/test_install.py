@@ -8,6 +8,8 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,23 +21,14 @@ from .conftest import ROOT, initialize_frame
 WAIT = 600.0  # building the wheel and installing its dependencies from the package index
 
 
-def _tracked_files(root: Path) -> list[Path]:
-    """What a clean clone holds: git's tracked files (links included), else the tree without local state."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=False)
-    if listed.returncode == 0 and listed.stdout:
-        return [root / name for name in listed.stdout.decode().split("\0") if name]
-    skip = {".git", ".venv", ".cache", "build", "runs", "__pycache__"}
-    return [p for p in root.rglob("*") if not skip & set(p.relative_to(root).parts) and not p.is_dir()]
-
-
-def _copy_source(destination: Path) -> Path:
-    for path in _tracked_files(ROOT):
-        target = destination / path.relative_to(ROOT)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink():
-            target.symlink_to(os.readlink(path))
-        elif path.is_file():
-            shutil.copy2(path, target)
+def _clone(destination: Path) -> Path:
+    """A ``git clone`` of the repository: what is committed, and nothing a working tree holds besides."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed: the package is built from a clone of the repository")
+    cloned = subprocess.run(
+        ["git", "clone", "--quiet", str(ROOT), str(destination)], capture_output=True, timeout=WAIT, check=False
+    )
+    assert cloned.returncode == 0, cloned.stderr.decode()[-2000:]
     return destination
 
 
@@ -53,8 +46,8 @@ def _no_compiler(env: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clean copy of the repository, as a clone holds it."""
-    return _copy_source(tmp_path_factory.mktemp("repository") / "source")
+    """A clean clone of the repository: only committed files count."""
+    return _clone(tmp_path_factory.mktemp("repository") / "source")
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +141,93 @@ def test_the_installed_wheel_validates_a_file_and_checks_a_capture(installed: Pa
     )
     assert checked.returncode == 0, checked.stdout.decode() + checked.stderr.decode()
     assert json.loads(checked.stdout)["ok"] is True
+
+
+@pytest.mark.slow
+def test_the_wheel_built_from_a_clone_carries_every_module_and_the_top_level_schemas(source: Path, wheel: Path) -> None:
+    """Issue 32 (the design card's layout): the schemas live in `schemas/` at the top of the
+    repository, and the wheel built from a clean clone carries them inside the package, with every
+    module of it."""
+    assert (source / "schemas" / "mcp").is_dir() and not (source / "mcp_server" / "schemas").exists()
+    modules = {p.relative_to(source).as_posix() for p in (source / "mcp_server").rglob("*.py")}
+    schemas = {
+        f"mcp_server/schemas/{p.relative_to(source / 'schemas').as_posix()}"
+        for p in (source / "schemas").rglob("*")
+        if p.is_file()
+    }
+    with zipfile.ZipFile(wheel) as archive:
+        carried = set(archive.namelist())
+    assert len(schemas) > 100 and modules - carried == set() and schemas - carried == set()
+
+
+_PRINT_SCHEMAS = (
+    "import mcp_server; from mcp_server.registry.schemas import BUNDLED_SCHEMAS; "
+    "print(mcp_server.__file__); print(BUNDLED_SCHEMAS)"
+)
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_reads_the_schemas_inside_its_package(installed: Path, tmp_path: Path) -> None:
+    """Issue 32: an installed package finds its schemas wherever it is installed: inside itself,
+    never in a folder beside it."""
+    found = subprocess.run(
+        [str(installed / "python"), "-c", _PRINT_SCHEMAS],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_clean_env(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert found.returncode == 0, found.stderr
+    package, schemas = (Path(line) for line in found.stdout.splitlines())
+    assert package.parent.is_relative_to(installed.parent) and schemas == package.parent / "schemas"
+
+
+@pytest.mark.slow
+def test_an_editable_install_of_a_clone_reads_the_repositorys_own_schemas(tmp_path: Path) -> None:
+    """Issue 32: an editable install (`pip install -e .`, as CI and the Quick start install) reads
+    the repository's top-level `schemas/`, so an edit there is seen at once; its validate works."""
+    clone = _clone(tmp_path / "clone")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT)
+    [site] = venv.glob("lib/python*/site-packages")
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # this venv's, not the package
+    pip = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "-e", str(clone)],
+        capture_output=True,
+        env=_no_compiler(dict(os.environ)),
+        timeout=WAIT,
+        check=False,
+    )
+    assert pip.returncode == 0, pip.stderr.decode()[-2000:]
+    env = _clean_env(tmp_path)
+    found = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _PRINT_SCHEMAS],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert found.returncode == 0, found.stderr
+    assert [Path(line) for line in found.stdout.splitlines()] == [
+        clone / "mcp_server" / "__init__.py",
+        clone / "schemas",
+    ]
+    asset = tmp_path / "text.json"
+    asset.write_text(json.dumps({"type": "text", "text": "hello"}))
+    validated = subprocess.run(
+        [str(venv / "bin" / "mcp-server"), "validate", str(asset), "--schema", "TextContent"],
+        capture_output=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert validated.returncode == 0, validated.stderr.decode()
+    assert json.loads(validated.stdout)["ok"] is True
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import importlib
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def documented_surface() -> dict[str, list[str]]:
-    """The README's "public surface" block: module → the names it offers."""
-    text = (ROOT / "README.md").read_text()
-    block = text.split("### The public surface", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    """The library guide's "public surface" block: module → the names it offers."""
+    text = (ROOT / "docs" / "library.md").read_text()
+    block = text.split("## The public surface", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     return {module: names.split() for module, names in (line.split(":", 1) for line in block.splitlines())}
 
 
@@ -42,6 +43,21 @@ def test_the_import_layers_hold() -> None:
     assert "0 broken" in result.stdout
 
 
+def test_no_module_imports_itself_back() -> None:
+    """Issue 32: no import circle anywhere in the package, annotations included (the core's kinds
+    are a leaf module that imports nothing, as Starlette's types.py)."""
+    import grimp
+
+    graph = grimp.build_graph("mcp_server")  # imports under TYPE_CHECKING count: a circle of annotations is one
+    circles = sorted(
+        f"{importer} -> {imported}"
+        for importer in graph.modules
+        for imported in graph.find_modules_directly_imported_by(importer)
+        if imported.startswith("mcp_server") and graph.find_shortest_chain(importer=imported, imported=importer)
+    )
+    assert circles == []
+
+
 def test_no_function_is_longer_than_60_lines() -> None:
     """Issue 20: a house others can live in (a function reads on one screen)."""
     long = []
@@ -59,7 +75,6 @@ def test_the_tests_mirror_the_package() -> None:
     """Issue 20: a part's tests live in the folder of the same name, and every part has one;
     tests of the whole (golden logs, exactness, install, this file) stay at the top."""
     parts = {p.name for p in (ROOT / "mcp_server").iterdir() if (p / "__init__.py").exists()}
-    parts.discard("schemas")
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert folders - _TEST_HELPERS == parts
 
@@ -90,3 +105,18 @@ def test_the_image_runs_as_a_non_root_user_with_no_secrets() -> None:
     assert re.search(r"^EXPOSE \d+", text, re.M)
     assert text.count("FROM ") >= 2
     assert not re.search(r"(?i)(password|secret|token|api[_-]?key)\s*=", text)
+
+
+def test_the_image_builds_from_every_folder_the_package_is_built_from() -> None:
+    """Issue 32: the image ships the schemas as the wheel does: its build stage copies the package,
+    the top-level `schemas/` the build maps inside it, and the files pip needs; checked statically."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    setuptools = project["tool"]["setuptools"]
+    needed = {"pyproject.toml", project["project"]["readme"]}
+    needed |= {package.split(".")[0] for package in setuptools["packages"]} | set(setuptools["package-dir"].values())
+    copied = {
+        source.rstrip("/")
+        for line in re.findall(r"^COPY (?!--from)(.+)$", (ROOT / "Dockerfile").read_text(), re.M)
+        for source in line.split()[:-1]
+    }
+    assert needed == {"pyproject.toml", "README.md", "mcp_server", "schemas"} and needed <= copied

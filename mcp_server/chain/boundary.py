@@ -17,7 +17,7 @@ from ..core.replies import error_reply
 from ..core.types import MessageKind, Reply
 from ..registry.schemas import SchemaRegistry, Validator
 from ..registry.versions import is_at_least
-from .schema_check import ToolSchemas
+from .schema_check import ToolSchemas, own_tool
 
 __all__ = ["TOOL_ERRORS_AS_RESULTS_SINCE", "contain", "render_rejection", "tool_error_result"]
 
@@ -59,9 +59,13 @@ def render_rejection(
     version = message.version if message is not None else None
     error = rejection.error
     if error.plane is Plane.TOOL_RESULT and message is not None and message.method is not None:
-        if message.method != "tools/call":  # one of the server's own tools, called directly
+        if own_tool(registry, tools, message.method) is not None:  # called by its own name: its result
             return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": rejection.data()}, version=version)
-        if version is not None and is_at_least(registry, version, TOOL_ERRORS_AS_RESULTS_SINCE):
+        if (
+            message.method == "tools/call"
+            and version is not None
+            and is_at_least(registry, version, TOOL_ERRORS_AS_RESULTS_SINCE)
+        ):
             tool_io = tools.io(message.tool) if tools is not None and message.tool is not None else None
             result = tool_error_result(rejection.data(), registry, version, tool_io and tool_io.output)
             return Reply(document={"jsonrpc": "2.0", "id": request_id, "result": result}, version=version)

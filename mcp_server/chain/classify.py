@@ -2,7 +2,8 @@
 
 Pure core; no I/O. A frame whose shape is wrong is refused with -32600; the id is echoed when
 it is readable, and a would-be notification or response is refused without a reply. A frame that
-came with HTTP headers has its routing headers checked against the body here (-32020).
+came with HTTP headers has its routing headers checked against the body here (-32020). The fast
+check passes the common shapes (a request, a notification, a result) on as ``classify`` reads them.
 """
 
 from __future__ import annotations
@@ -11,16 +12,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
-from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Message, MessageKind
+from ..core.types import (
+    ERROR_RESPONSE,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    Frame,
+    Message,
+    MessageKind,
+    is_request_id,
+)
 from .routing_headers import check_routing_headers
-from .stage import Inspection
+from .stage import Document, Doubt, FastCheck, Id, Inspection, Kind, Name, Params
 
-__all__ = ["Classify", "classify", "is_request_id", "shape_of"]
+__all__ = ["Classify", "called_tool", "classify", "is_request_id", "shape_of"]
 
-
-def is_request_id(value: Any) -> bool:
-    """A JSON-RPC id as MCP allows it: a string or an integer, never null, a float or a bool."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+_ABSENT: Any = object()  # a member the document does not have (``None`` is a value it can have)
 
 
 def _kind(document: Mapping[str, Any]) -> MessageKind:
@@ -96,18 +103,74 @@ def classify(document: Mapping[str, Any]) -> Message:
         raise Rejection(CanonicalError.INVALID_ENVELOPE, sorted(problems, key=lambda p: (p["path"], p["msg"])))
     if kind is REQUEST or kind is NOTIFICATION:
         method, params = document["method"], document.get("params")
-        tool = params.get("name") if method == "tools/call" and params is not None else None
-        return Message(
-            kind, document.get("id"), method, params, tool=tool if isinstance(tool, str) else None, document=document
-        )
+        return Message(kind, document.get("id"), method, params, tool=called_tool(method, params), document=document)
     rid = document.get("id")
     return Message(kind, rid if is_request_id(rid) else None, document=document)
+
+
+def called_tool(method: str, params: Mapping[str, Any] | None) -> str | None:
+    """The tool a ``tools/call`` names (``None`` for any other method, or a name that is no string)."""
+    tool = params.get("name") if method == "tools/call" and params is not None else None
+    return tool if isinstance(tool, str) else None
+
+
+def _routed(message: Message, headers: Mapping[str, str]) -> bool:
+    """Whether an HTTP request's routing headers agree with its body."""
+    try:
+        check_routing_headers(message, headers)
+    except Rejection:
+        return False
+    return True
 
 
 class Classify:
     """Stage 3: the message kind (and, for a frame that came with HTTP headers, its routing headers)."""
 
     __slots__ = ()
+
+    def fast_check(self, after: FastCheck, doubt: Doubt) -> FastCheck:
+        """A request, a notification or a result whose shape ``_problems`` finds nothing wrong with,
+        read as ``classify`` reads it; anything else (an error response included) is the stages'."""
+        absent = _ABSENT
+
+        def check(
+            frame: Frame,
+            document: Document,
+            kind: Kind,
+            rid: Id,
+            method: Name,
+            params: Params,
+            version: Name,
+            tool: Name,
+        ) -> Message | None:
+            if document is None or document.get("jsonrpc") != "2.0":
+                return doubt(frame, document)
+            read = document.get("method", absent)
+            if read is absent:  # a reply: a result, or (rare, and the stages read it exactly) an error
+                kind, rid = RESPONSE, document.get("id")
+                if type(document.get("result")) is not dict or "error" in document or not is_request_id(rid):
+                    return doubt(frame, document)
+                return after(frame, document, kind, rid, None, None, None, None)
+            if type(read) is not str or "result" in document or "error" in document:
+                return doubt(frame, document)
+            params = document.get("params", absent)
+            if params is absent:
+                params = None
+            elif type(params) is not dict:  # (``"params": null`` too)
+                return doubt(frame, document)
+            rid = document.get("id", absent)
+            if rid is absent:
+                kind, rid = NOTIFICATION, None
+            elif is_request_id(rid):
+                kind = REQUEST
+            else:
+                return doubt(frame, document)
+            tool = called_tool(read, params) if read == "tools/call" else None
+            if frame.headers is not None and not _routed(Message(kind, rid, read, params), frame.headers):
+                return doubt(frame, document)
+            return after(frame, document, kind, rid, read, params, None, tool)
+
+        return check
 
     def inspect(self, inspection: Inspection) -> None:
         document = inspection.document

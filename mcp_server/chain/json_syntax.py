@@ -10,7 +10,8 @@ from typing import Any
 
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
-from .stage import Inspection
+from ..core.types import Frame, Message
+from .stage import Document, Doubt, FastCheck, Id, Inspection, Kind, Name, Params
 
 __all__ = ["JsonSyntax", "parse"]
 
@@ -28,6 +29,30 @@ def parse(raw: bytes) -> dict[str, Any]:
 
 class JsonSyntax:
     __slots__ = ()
+
+    def fast_check(self, after: FastCheck, doubt: Doubt) -> FastCheck:
+        loads, syntax_error = jsonio.loads, jsonio.JSONSyntaxError
+
+        def check(
+            frame: Frame,
+            document: Document,
+            kind: Kind,
+            rid: Id,
+            method: Name,
+            params: Params,
+            version: Name,
+            tool: Name,
+        ) -> Message | None:
+            if document is None:  # else its reader parsed it already
+                try:
+                    document = loads(frame.raw)
+                except syntax_error:
+                    return doubt(frame, None)
+                if type(document) is not dict:
+                    return doubt(frame, None)
+            return after(frame, document, kind, rid, method, params, version, tool)
+
+        return check
 
     def inspect(self, inspection: Inspection) -> None:
         if inspection.document is None:  # else its reader parsed it already

@@ -1,8 +1,8 @@
 """Pipeline stage 4: the policy, before anything is validated further or executed.
 
 Size per direction, method allow/deny, tool allow/deny and argument size, and a result's size for
-the tool it answers. Pure; no I/O. ``fast_allows`` says, from tables, which frames the policy has
-nothing to say about, so the compiled path runs this stage only for the others.
+the tool it answers. Pure; no I/O. Its fast check passes, from a table filled as frames come, the
+(method, tool) pairs the policy has nothing to say about; every other frame is ``inspect``'s.
 """
 
 from __future__ import annotations
@@ -14,9 +14,15 @@ from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.types import CLIENT_TO_SERVER, NOTIFICATION, REQUEST, Direction, Frame, Message
 from ..execution.policy import Policy, denial
-from .stage import Inspection
+from .classify import called_tool
+from .stage import Document, Doubt, FastCheck, Id, Inspection, Kind, Name, Params
 
-__all__ = ["PolicyCheck"]
+__all__ = ["PolicyCheck", "needs_approval"]
+
+
+def needs_approval(policy: Policy, method: str | None, tool: str | None) -> bool:
+    """A ``tools/call`` (of ``tool``) that the policy holds for its user's approval."""
+    return method == "tools/call" and tool is not None and policy.rule_for(tool).approval
 
 
 class PolicyCheck:
@@ -43,27 +49,48 @@ class PolicyCheck:
         self.result_limits = any(rule.max_result_bytes is not None for _, rule in policy.tool_rules)
         self._quiet: dict[tuple[str, str | None], bool] = {}
 
-    def fast_allows(self, size: int, method: str | None, tool: str | None) -> bool:
-        """Whether the policy certainly allows a request or notification of ``method`` (calling
-        ``tool``) of ``size`` bytes; ``False`` sends the frame down the diagnostic path."""
-        if self.limit is not None and size > self.limit:
-            return False
-        if method is None:
-            return not self.result_limits
-        quiet = self._quiet.get((method, tool))
-        if quiet is None:
-            quiet = self._quiet[(method, tool)] = self._nothing_to_say(method, tool)
-        return quiet
+    def _governed(self, method: str, tool: str | None) -> str | None:
+        """The tool whose rules govern a request of ``method`` (``tool``: the one a call names)."""
+        return tool if method == "tools/call" else method if method in self.tool_methods else None
 
     def _nothing_to_say(self, method: str, tool: str | None) -> bool:
+        """Whether no request of ``method`` (calling ``tool``) can be refused or held, whatever its size
+        within the limit: what ``_inspect`` checks for one, found to apply to none."""
         policy = self.policy
         if policy.method_denial(method) is not None:
             return False
-        name = tool if method == "tools/call" else method if method in self.tool_methods else None
+        name = self._governed(method, tool)
         if name is None:
-            return method != "tools/call"
-        rule = policy.rule_for(name)
-        return policy.tool_denial(name) is None and not rule.approval and rule.max_argument_bytes is None
+            return method != "tools/call"  # a call that names no tool: the schema check refuses it
+        limited = policy.rule_for(name).max_argument_bytes is not None
+        return policy.tool_denial(name) is None and not limited and not needs_approval(policy, method, tool)
+
+    def fast_check(self, after: FastCheck, doubt: Doubt) -> FastCheck:
+        limit, result_limits, quiet, nothing_to_say = self.limit, self.result_limits, self._quiet, self._nothing_to_say
+
+        def check(
+            frame: Frame,
+            document: Document,
+            kind: Kind,
+            rid: Id,
+            method: Name,
+            params: Params,
+            version: Name,
+            tool: Name,
+        ) -> Message | None:
+            if limit is not None and (len(frame.raw) if frame.size is None else frame.size) > limit:
+                return doubt(frame, document)
+            if method is not None and (kind is REQUEST or kind is NOTIFICATION):
+                said = quiet.get((method, tool))
+                if said is None:
+                    said = quiet[(method, tool)] = nothing_to_say(method, tool)
+                if not said:
+                    return doubt(frame, document)
+            elif kind is not None and result_limits:  # a reply: only a tool's result limit could refuse it
+                return doubt(frame, document)
+            return after(frame, document, kind, rid, method, params, version, tool)
+
+        return check
 
     def inspect(self, inspection: Inspection) -> None:
         try:
@@ -93,23 +120,22 @@ class PolicyCheck:
         reason = self.policy.method_denial(method)
         if reason is not None:
             raise denial(CanonicalError.POLICY_DENIED, "/method", reason)
-        if method == "tools/call":
-            params = message.params or {}
-            name = params.get("name")
-            if isinstance(name, str):
-                self._check_call(name, params.get("arguments"), frame)
-                hold = self.can_hold
-                if hold is not None and self.policy.rule_for(name).approval and not hold(frame, message):
-                    raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable")
-        elif method in self.tool_methods:
-            self._check_call(method, message.params, frame)
+        tool = called_tool(method, message.params)
+        name = self._governed(method, tool)
+        if name is None:
+            return
+        params = message.params or {}
+        self._check_call(name, params.get("arguments") if method == "tools/call" else message.params, frame)
+        hold = self.can_hold
+        if hold is not None and needs_approval(self.policy, method, tool) and not hold(frame, message):
+            raise denial(CanonicalError.POLICY_DENIED, "/params/name", "approval_unavailable")
 
     def _answered(self, frame: Frame, message: Message | None) -> Message | None:
-        """A denied response settles the request it answered and names it (a gateway then answers
-        that request in its place); any other message is returned as it is."""
+        """A denied response names the request it answered (a gateway then answers that request in its
+        place); any other message is returned as it is."""
         if message is None or message.id is None or message.kind is REQUEST or message.kind is NOTIFICATION:
             return message
-        pending = frame.session.settle(frame.direction.opposite, message.id)
+        pending = frame.session.peek(frame.direction.opposite, message.id)
         return message if pending is None else message._replace(method=pending.method, tool=pending.tool)
 
     def _check_call(self, tool: str, arguments: Any, frame: Frame) -> None:

@@ -1,23 +1,38 @@
 """Pipeline stage 5: validate the frame against the official schema of the version in force.
 
-The validator is chosen by (version, message kind, method); for ``tools/call`` the tool's
-own input schema is checked on the way in and its output schema on the way back. Pure; no I/O
-(a response settles the request it answers in the session).
+The validator is chosen by (version, message kind, method); for ``tools/call`` the tool's own input
+schema is checked on the way in and its output schema on the way back. Pure; no I/O. Each rule
+(which version, which schema applies to what) is one function that both checks use: the fast one
+asks ``is_valid``, the diagnostic one lists the violations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
-from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Direction, Message
-from ..registry.schemas import ProtocolSchema, SchemaRegistry, ToolIO, violations
-from ..registry.versions import resolve_version
-from .stage import Inspection
+from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Direction, Frame, Message
+from ..registry.schemas import ProtocolSchema, SchemaRegistry, ToolIO, Validator, violations
+from ..registry.versions import reply_version, resolve_version, stateless_version
+from .stage import Document, Doubt, FastCheck, Id, Inspection, Kind, Name, Params
 
-__all__ = ["SchemaCheck", "ToolSchemas", "check_message", "check_tool_output", "governing_version"]
+__all__ = [
+    "SchemaCheck",
+    "ToolSchemas",
+    "check_message",
+    "check_tool_output",
+    "governing_version",
+    "own_tool",
+    "tool_input",
+]
+
+Tables = dict[str, dict[str, Validator]]  # version → method → validator
+
+_NO_ARGUMENTS: dict[str, Any] = {}  # a call without arguments is checked as {} (read, never written)
+_EXEMPT: Any = object()  # a tool result its outputSchema does not apply to
+_MISSING: Any = object()  # a tool result that must carry structuredContent and does not
 
 
 class ToolSchemas(Protocol):
@@ -25,7 +40,7 @@ class ToolSchemas(Protocol):
 
     ``strict``: a ``tools/call`` of a tool it does not know is refused (a server knows all its
     tools, and a gateway waits for its upstream's list first; the offline check of a capture that
-    holds no list passes such calls on).
+    holds no list passes such calls on): the tool-listed stage's rule.
     """
 
     @property
@@ -38,14 +53,49 @@ class ToolSchemas(Protocol):
     def io(self, name: str) -> ToolIO | None: ...
 
 
-def _is_own_tool_method(registry: SchemaRegistry, message: Message, tools: ToolSchemas | None) -> bool:
-    """One of the server's own tools called as a JSON-RPC method of its own name."""
-    return (
-        tools is not None
-        and message.method is not None
-        and tools.io(message.method) is not None
-        and message.method not in registry.protocol(registry.latest).request_methods
-    )
+def own_tool(registry: SchemaRegistry, tools: ToolSchemas | None, method: str | None) -> ToolIO | None:
+    """One of the server's own tools called as a JSON-RPC method of its own name (``validate_asset``):
+    a tool of that name, where no MCP version defines a request of it."""
+    if tools is None or method is None or method in registry.request_methods:
+        return None
+    return tools.io(method)
+
+
+def tool_input(method: str | None, params: Mapping[str, Any] | None) -> Any:
+    """What a tool's inputSchema applies to: a ``tools/call``'s arguments (``{}`` when it gives none),
+    or the params of a tool called by its own name."""
+    if method == "tools/call":
+        return _NO_ARGUMENTS if params is None else params.get("arguments", _NO_ARGUMENTS)
+    return params or _NO_ARGUMENTS
+
+
+def _tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> Any:
+    """What a tool result's outputSchema applies to (tools spec, "Structured Content"): its
+    ``structuredContent``; ``_EXEMPT`` without an outputSchema, for an InputRequiredResult (2026-07-28:
+    it asks for input, the tool's output comes with the retry's result) and for an ``isError`` result
+    without structured content (what one carries is held to the schema: clients check it, issue 29);
+    ``_MISSING`` for any other result without it."""
+    if tool_io.output is None or result.get("resultType") == "input_required":
+        return _EXEMPT
+    if "structuredContent" not in result:
+        return _EXEMPT if result.get("isError") is True else _MISSING
+    return result["structuredContent"]
+
+
+def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
+    """A tool result against the tool's output schema (``_tool_output`` says what applies)."""
+    structured = _tool_output(tool_io, result)
+    if structured is _EXEMPT:
+        return
+    if structured is _MISSING:
+        raise Rejection(
+            CanonicalError.INVALID_TOOL_OUTPUT,
+            [{"path": "/result/structuredContent", "msg": "required by the tool's outputSchema"}],
+        )
+    assert tool_io.output is not None
+    found = violations(tool_io.output, structured, prefix="/result/structuredContent")
+    if found:
+        raise Rejection(CanonicalError.INVALID_TOOL_OUTPUT, found)
 
 
 def governing_version(
@@ -57,18 +107,14 @@ def governing_version(
     tools: ToolSchemas | None = None,
     announced: str | None = None,
 ) -> str:
-    """The version whose schema governs ``message`` (see ``lifecycle.resolve_version``; ``announced``
+    """The version whose schema governs ``message`` (see ``versions.resolve_version``; ``announced``
     is the HTTP ``MCP-Protocol-Version`` header, when the frame came with one)."""
-    if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
-        if session.version is None and message.id is not None:
-            # A stateless request's reply is of the version the request stated (2026-07-28).
-            pending = session.peek(direction.opposite, message.id)
-            if pending is not None and pending.version in registry.stateless_versions:
-                return pending.version
-        return session.version or registry.latest_handshake
-    if session.version is not None:  # a session's version governs its own tools' methods too
+    if session.version is not None:  # a session's version governs every frame of it, its own tools' too
         return session.version
-    if _is_own_tool_method(registry, message, tools):
+    if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
+        pending = None if message.id is None else session.peek(direction.opposite, message.id)
+        return reply_version(registry, pending)
+    if own_tool(registry, tools, message.method) is not None:
         return registry.latest
     return resolve_version(message, direction, session, registry, announced=announced)
 
@@ -91,31 +137,12 @@ def check_message(
     """
     protocol = registry.protocol(version)
     if message.kind is REQUEST or message.kind is NOTIFICATION:
-        assert message.method is not None
-        if _is_own_tool_method(registry, message, tools):
-            assert tools is not None
-            tool_io = tools.io(message.method)
-            assert tool_io is not None
-            found = violations(tool_io.input, message.params or {})
-            if found:
-                raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
-            return
-        if message.kind is REQUEST:
-            validator = protocol.request_validator(direction, message.method)
-        else:
-            validator = protocol.notification_validator(direction, message.method)
-        if validator is None:
-            raise Rejection(CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}])
-        found = violations(validator, document)
-        if found:
-            raise _invalid(found, _bad_meta(protocol, message) if message.kind is REQUEST else False)
-        if message.method == "tools/call" and tools is not None:
-            _check_tool_input(tools, message)
+        _check_request(registry, protocol, document, message, direction, tools)
         return
     if message.id is None:  # an error response to a frame whose id could not be read
         found = violations(protocol.envelope_validator(protocol.error_response_def), document)
     else:
-        pending = session.settle(direction.opposite, message.id)
+        pending = session.peek(direction.opposite, message.id)
         if pending is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
         if message.kind is ERROR_RESPONSE:
@@ -129,6 +156,40 @@ def check_message(
                 check_tool_output(tool_io, document["result"])
     if found:
         raise _invalid(found)
+
+
+def _check_request(
+    registry: SchemaRegistry,
+    protocol: ProtocolSchema,
+    document: Mapping[str, Any],
+    message: Message,
+    direction: Direction,
+    tools: ToolSchemas | None,
+) -> None:
+    """A request or notification: its own tool's input, or the version's definition of its method
+    (and, for a ``tools/call`` of a tool known, the tool's input)."""
+    assert message.method is not None
+    tool_io = own_tool(registry, tools, message.method)
+    if tool_io is None:
+        if message.kind is REQUEST:
+            validator = protocol.request_validator(direction, message.method)
+        else:
+            validator = protocol.notification_validator(direction, message.method)
+        if validator is None:
+            raise Rejection(CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}])
+        found = violations(validator, document)
+        if found:
+            raise _invalid(found, _bad_meta(protocol, message) if message.kind is REQUEST else False)
+        if message.method != "tools/call" or tools is None:
+            return
+        name = (message.params or {}).get("name")
+        tool_io = tools.io(name) if isinstance(name, str) else None  # not known: the tool-listed stage's
+        if tool_io is None:
+            return
+    # pointers into the arguments: equal for both entry styles
+    found = violations(tool_io.input, tool_input(message.method, message.params))
+    if found:
+        raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
 
 
 def _invalid(found: list[dict[str, Any]], bad_meta: bool = False) -> Rejection:
@@ -145,42 +206,6 @@ def _bad_meta(protocol: ProtocolSchema, message: Message) -> bool:
         return False
     meta = message.params.get("_meta") if isinstance(message.params, Mapping) else None
     return meta is None or not protocol.definition_validator("RequestMetaObject").is_valid(meta)
-
-
-def _check_tool_input(tools: ToolSchemas, message: Message) -> None:
-    params = message.params or {}
-    name = params.get("name")
-    tool_io = tools.io(name) if isinstance(name, str) else None
-    if tool_io is None:
-        if not tools.strict:
-            return
-        raise Rejection(CanonicalError.TOOL_NOT_FOUND, [{"path": "/params/name", "msg": "tool_not_found"}])
-    arguments = params.get("arguments", {})
-    found = violations(tool_io.input, arguments)  # pointers into the arguments: equal for both entry styles
-    if found:
-        raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
-
-
-def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
-    """A tool result against the tool's output schema (tools spec, "Structured Content").
-
-    An InputRequiredResult is exempt (2026-07-28: it asks for input, the tool's output comes with
-    the retry's result); an ``isError`` result need not carry ``structuredContent``, but what it
-    carries must be valid (clients validate it, error or not: issue 29); any other result must carry
-    it, valid.
-    """
-    if tool_io.output is None or result.get("resultType") == "input_required":
-        return
-    if "structuredContent" not in result:
-        if result.get("isError") is True:
-            return  # a tool error need not be structured; when it is, it is held to the schema (clients check it)
-        raise Rejection(
-            CanonicalError.INVALID_TOOL_OUTPUT,
-            [{"path": "/result/structuredContent", "msg": "required by the tool's outputSchema"}],
-        )
-    found = violations(tool_io.output, result["structuredContent"], prefix="/result/structuredContent")
-    if found:
-        raise Rejection(CanonicalError.INVALID_TOOL_OUTPUT, found)
 
 
 class SchemaCheck:
@@ -226,3 +251,102 @@ class SchemaCheck:
         except Rejection as rejection:
             rejection.message = message
             raise
+
+    def fast_check(self, after: FastCheck, doubt: Doubt) -> FastCheck:
+        """Requests and notifications of a version known (the session's, or the stateless one they
+        state) and results of a request that waits, valid against their schemas; the rest is
+        ``inspect``'s (a request before the handshake, an error response, anything invalid)."""
+        requests, notifications, results = _tables(self.registry, self.direction)
+        own = _own_tool_check(self.registry, self.tools, after, doubt)
+        registry, opposite = self.registry, self.direction.opposite
+        tool_table = None if self.tools is None else self.tools.table  # (filled in place as tools are learnt)
+        # The versions whose results carry structured content: only there a tool's outputSchema holds.
+        with_outputs = frozenset(v for v, p in registry.protocols.items() if p.structured_tool_results)
+        exempt, missing = _EXEMPT, _MISSING
+
+        def check(
+            frame: Frame,
+            document: Document,
+            kind: Kind,
+            rid: Id,
+            method: Name,
+            params: Params,
+            version: Name,
+            tool: Name,
+        ) -> Message | None:
+            if document is None:
+                return doubt(frame, document)
+            session = frame.session
+            if kind is RESPONSE and rid is not None:  # a result: of a request that waits
+                pending = session.peek(opposite, rid)
+                if pending is None:
+                    return doubt(frame, document)
+                method, tool = pending.method, pending.tool
+                version = session.version or reply_version(registry, pending)
+                validator = results[version].get(method)  # the whole frame, envelope included
+                if validator is not None and not validator.is_valid(document):
+                    return doubt(frame, document)
+                if tool is not None and tool_table is not None and version in with_outputs:
+                    tool_io = tool_table.get(tool)
+                    if tool_io is not None and tool_io.output is not None:  # as ``check_tool_output`` reads it
+                        structured = _tool_output(tool_io, document["result"])
+                        if structured is missing or (
+                            structured is not exempt and not tool_io.output.is_valid(structured)
+                        ):
+                            return doubt(frame, document)
+                return after(frame, document, kind, rid, method, None, version, tool)
+            if kind is not REQUEST and kind is not NOTIFICATION:
+                return doubt(frame, document)
+            version = session.version or stateless_version(params, registry)
+            if version is None or method is None:
+                return doubt(frame, document)
+            validator = (requests if kind is REQUEST else notifications)[version].get(method)
+            if validator is None:  # one of the server's own tools, called as a method of its own name?
+                return own(frame, document, kind, rid, method, params, version, tool)
+            if not validator.is_valid(document):
+                return doubt(frame, document)
+            if tool is not None and tool_table is not None:  # (a tool not known: the tool-listed stage's)
+                tool_io = tool_table.get(tool)
+                if tool_io is not None and not tool_io.input.is_valid(tool_input(method, params)):
+                    return doubt(frame, document)
+            return after(frame, document, kind, rid, method, params, version, tool)
+
+        return check
+
+
+def _tables(registry: SchemaRegistry, direction: Direction) -> tuple[Tables, Tables, Tables]:
+    """Per version, method → the validator of a request, and of a notification, sent in ``direction``,
+    and of the result that answers a request sent the other way (prepared once: the fast lookups)."""
+    requests: Tables = {}
+    notifications: Tables = {}
+    results: Tables = {}
+    for version, protocol in registry.protocols.items():
+        requests[version] = _table(protocol.requests, direction, protocol.request_validator)
+        notifications[version] = _table(protocol.notifications, direction, protocol.notification_validator)
+        results[version] = {
+            method: validator
+            for method in protocol.request_methods
+            if (validator := protocol.result_validator(method)) is not None
+        }
+    return requests, notifications, results
+
+
+def _table(
+    methods: Mapping[tuple[Direction, str], str], direction: Direction, validator: Callable[[Direction, str], Any]
+) -> dict[str, Validator]:
+    return {method: validator(direction, method) for (side, method) in methods if side is direction}
+
+
+def _own_tool_check(registry: SchemaRegistry, tools: ToolSchemas | None, after: FastCheck, doubt: Doubt) -> FastCheck:
+    """The fast check of a request that calls one of the server's own tools by its own name."""
+    latest = registry.latest
+
+    def check(
+        frame: Frame, document: Document, kind: Kind, rid: Id, method: Name, params: Params, version: Name, tool: Name
+    ) -> Message | None:
+        tool_io = own_tool(registry, tools, method)
+        if tool_io is None or kind is not REQUEST or not tool_io.input.is_valid(tool_input(method, params)):
+            return doubt(frame, document)
+        return after(frame, document, kind, rid, method, params, frame.session.version or latest, tool)
+
+    return check

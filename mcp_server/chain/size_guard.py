@@ -1,8 +1,8 @@
 """Pipeline stage 1: refuse a frame over the byte limit before anything parses it. Pure; no I/O.
 
 The refusal names the frame's size and the limit, and says what the frame was as far as its ends
-tell (``core/oversize.py``): a request is answered by its id, a reply settles the request it
-answers, so the side that waits for it can be answered in its place.
+tell (``core/oversize.py``): a request is answered by its id, a reply names the request it answers,
+so the side that waits for it can be answered in its place.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.oversize import recover
 from ..core.settings import DEFAULT_MAX_FRAME_BYTES
 from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Frame, Message
-from .stage import Inspection
+from .stage import Document, Doubt, FastCheck, Id, Inspection, Kind, Name, Params
 
 __all__ = ["SizeGuard", "check_size", "oversized"]
 
@@ -31,8 +31,8 @@ def oversized(frame: Frame, size: int, limit: int) -> Rejection:
         kind = REQUEST if "id" in members else NOTIFICATION
         rejection.message = Message(kind, found.id, found.method, version=session.version)
     elif ("result" in members or "error" in members) and found.id is not None:
-        # A reply is a reply even refused: the request it answers no longer waits for another.
-        pending = session.settle(frame.direction.opposite, found.id)
+        # A reply is a reply even refused: named as the answer to its request, which then waits no more.
+        pending = session.peek(frame.direction.opposite, found.id)
         kind = ERROR_RESPONSE if "error" in members else RESPONSE
         if pending is None:
             rejection.message = Message(kind, found.id, version=session.version)
@@ -47,6 +47,25 @@ class SizeGuard:
 
     def __init__(self, limit: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self.limit = limit
+
+    def fast_check(self, after: FastCheck, doubt: Doubt) -> FastCheck:
+        limit = self.limit
+
+        def check(
+            frame: Frame,
+            document: Document,
+            kind: Kind,
+            rid: Id,
+            method: Name,
+            params: Params,
+            version: Name,
+            tool: Name,
+        ) -> Message | None:
+            if frame.size is not None or len(frame.raw) > limit:  # (a size of its own: its bytes were drained)
+                return doubt(frame, document)
+            return after(frame, document, kind, rid, method, params, version, tool)
+
+        return check
 
     def inspect(self, inspection: Inspection) -> None:
         frame = inspection.frame

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .types import Message
+    from .kinds import Message
 
 __all__ = [
     "HTTP_REFUSALS",

@@ -1,7 +1,8 @@
 """One connection's protocol state: the version in force and the requests waiting for an answer.
 
 The Session owns request/response matching: a request sent towards a peer is expected, the
-response that answers it settles it; nothing else changes these tables. No I/O.
+response that answers it settles it; nothing else changes these tables (the chain only reads
+them). No I/O.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from .types import REQUEST, RESPONSE, Direction, Message, RequestId
+from .kinds import ERROR_RESPONSE, REQUEST, RESPONSE, Direction, Message, RequestId
 
 __all__ = ["Peer", "Pending", "Session"]
 
@@ -115,6 +116,16 @@ class Session:
     ) -> None:
         """A request went out in ``direction``: its response is checked against its result type."""
         self._pending[(direction, request_id)] = Pending(method, tool, version)
+
+    def answered(self, direction: Direction, message: Message | None) -> Pending | None:
+        """A reply sent in ``direction`` that the chain read as the answer to a waiting request (its
+        ``method`` names it), valid or refused: that request waits no more. The application calls this
+        with each verdict, as it calls ``follow``; returns the request (``None``: the frame answered none)."""
+        if message is None or message.method is None or message.id is None:
+            return None
+        if message.kind is not RESPONSE and message.kind is not ERROR_RESPONSE:
+            return None
+        return self._pending.pop((direction.opposite, message.id), None)
 
     def peek(self, direction: Direction, request_id: RequestId) -> Pending | None:
         """The request of ``request_id`` sent in ``direction``, if it still waits (nothing changes)."""

@@ -3,17 +3,31 @@ chain reads them, and replies.
 
 Values only; imports nothing above ``core``. A ``Frame`` is what a transport hands in (bytes and
 where they came from); a ``Message`` is what the chain learnt of it (the verdict, or as much as it
-knew when it refused the frame).
+knew when it refused the frame). The kinds, directions, ids and ``Message`` live in the leaf
+``kinds`` (the catalogue and the session use them without importing this module) and are offered
+here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import jsonio
+from .kinds import (
+    CLIENT_TO_SERVER,
+    ERROR_RESPONSE,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    SERVER_TO_CLIENT,
+    Direction,
+    Message,
+    MessageKind,
+    RequestId,
+    is_request_id,
+)
 
 if TYPE_CHECKING:
     from .errors import CanonicalError
@@ -33,34 +47,8 @@ __all__ = [
     "MessageKind",
     "Reply",
     "RequestId",
+    "is_request_id",
 ]
-
-RequestId = str | int
-
-
-class MessageKind(StrEnum):
-    REQUEST = "request"
-    NOTIFICATION = "notification"
-    RESPONSE = "response"
-    ERROR_RESPONSE = "error_response"
-
-
-class Direction(StrEnum):
-    """Who sent the frame. A server receives client→server frames; a gateway sees both."""
-
-    CLIENT_TO_SERVER = "client_to_server"
-    SERVER_TO_CLIENT = "server_to_client"
-
-    @property
-    def opposite(self) -> Direction:
-        return SERVER_TO_CLIENT if self is CLIENT_TO_SERVER else CLIENT_TO_SERVER
-
-
-# The members as module constants, for the per-frame path: reading an Enum class attribute costs a
-# descriptor call each time.
-REQUEST, NOTIFICATION = MessageKind.REQUEST, MessageKind.NOTIFICATION
-RESPONSE, ERROR_RESPONSE = MessageKind.RESPONSE, MessageKind.ERROR_RESPONSE
-CLIENT_TO_SERVER, SERVER_TO_CLIENT = Direction.CLIENT_TO_SERVER, Direction.SERVER_TO_CLIENT
 
 
 class Frame(NamedTuple):
@@ -73,24 +61,6 @@ class Frame(NamedTuple):
     size: int | None = None  # bytes received, when ``raw`` holds less (a drained oversized line)
     direction: Direction = Direction.CLIENT_TO_SERVER
     headers: Mapping[str, str] | None = None  # an HTTP request's headers (lower-case names)
-
-
-class Message(NamedTuple):
-    """What the chain learnt of a frame: for a valid frame, its verdict; for a refused one, as much
-    as was known when it was refused (``kind`` and ``id`` decide whether and how to answer).
-
-    ``method`` is, for a response, the method of the request it answers; ``version`` the protocol
-    version whose schema governed the frame; ``tool`` the tool a ``tools/call`` names (or that the
-    answered call named); ``document`` the parsed frame.
-    """
-
-    kind: MessageKind
-    id: RequestId | None = None
-    method: str | None = None
-    params: Mapping[str, Any] | None = None
-    version: str | None = None
-    tool: str | None = None
-    document: Mapping[str, Any] | None = None
 
 
 @dataclass(slots=True, kw_only=True)

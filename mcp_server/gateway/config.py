@@ -14,13 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CanonicalError
-from ..core.settings import (
-    DEFAULT_MAX_FRAME_BYTES,
-    DEFAULT_MAX_SERVER_FRAME_BYTES,
-    MAX_FRAME_BYTES_LIMIT,
-    SetupError,
-    positive_int,
-)
+from ..core.settings import MAX_FRAME_BYTES_LIMIT, SETTING, SETTINGS, SetupError, positive_int
 from ..core.types import CLIENT_TO_SERVER, Direction
 from ..registry.config import read_config
 from ..registry.lockfile import LOCK_RULES
@@ -40,8 +34,14 @@ RELAY_CEILING_BYTES = 256 * 1_048_576
 """Observe mode relays a frame over its limit unchecked, held whole up to this size; a larger one is
 drained and answered as in enforce mode (memory stays bounded)."""
 
-ENVIRONMENT = {"max_frame_bytes": "MCP_MAX_FRAME_BYTES", "max_server_frame_bytes": "MCP_MAX_SERVER_FRAME_BYTES"}
+ENVIRONMENT = {setting.key: setting.variable for setting in SETTINGS if setting.key and setting.variable}
 """The settings of the file that an environment variable gives too (a flag beats it, it beats the file)."""
+
+
+def _default(key: str) -> Any:
+    """A configuration key's default: its row's in ``SETTINGS`` (``docs/configuration.md``)."""
+    return SETTING[key].default
+
 
 TOOL_DEFINITION_CHANGED = "tool_definition_changed"  # a tool listed again otherwise than first seen
 INVALID_TOOL_SCHEMA = "invalid_tool_schema"  # a tool whose schemas do not compile
@@ -62,14 +62,14 @@ class GatewayConfig:
     directions: Mapping[Direction, Mode] = field(default_factory=dict)
     tools: Mapping[str, Mode] = field(default_factory=dict)
     rules_off: frozenset[str] = frozenset()
-    grace_seconds: float = 2.0
+    grace_seconds: float = _default("grace_seconds")
     # How long a client frame waits for what checks it (the reply to a pending initialize, the
     # tool's schema from a tools/list) before it is checked without it.
-    check_wait_seconds: float = 30.0
+    check_wait_seconds: float = _default("check_wait_seconds")
     # How long a relayed request waits for the upstream's reply before the client gets a retryable
     # error in its place and the upstream ``notifications/cancelled`` (a policy's per-tool timeout
     # governs a ``tools/call`` instead).
-    request_timeout_seconds: float = 120.0
+    request_timeout_seconds: float = _default("request_timeout_seconds")
     # The tool lockfile (a path relative to the configuration file's folder) and its server's key.
     lock: Path | None = None
     lock_server: str | None = None
@@ -81,8 +81,8 @@ class GatewayConfig:
     folder: Path | None = None
     # The frame limit per direction: what a client sends, and what a server sends (results of files
     # and images run to several MB). A frame over its limit is answered to the side that waits.
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    max_server_frame_bytes: int = DEFAULT_MAX_SERVER_FRAME_BYTES
+    max_frame_bytes: int = _default("max_frame_bytes")
+    max_server_frame_bytes: int = _default("max_server_frame_bytes")
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -130,21 +130,21 @@ class GatewayConfig:
         if unknown:  # a misspelt rule would stay on, silently
             raise SetupError(f"gateway config {path}: at /rules/{unknown[0]}: no such rule")
         return cls(
-            mode=Mode(layered("mode", Mode.ENFORCE)),
+            mode=Mode(layered("mode")),
             directions={Direction(k): Mode(v) for k, v in directions.items()},
             tools={name: Mode(entry["mode"]) for name, entry in document.get("tools", {}).items() if "mode" in entry},
             rules_off=frozenset(rule for rule, on in document.get("rules", {}).items() if not on),
-            grace_seconds=float(document.get("grace_seconds", 2.0)),
-            check_wait_seconds=float(document.get("check_wait_seconds", 30.0)),
-            request_timeout_seconds=float(document.get("request_timeout_seconds", 120.0)),
+            grace_seconds=float(layered("grace_seconds")),
+            check_wait_seconds=float(layered("check_wait_seconds")),
+            request_timeout_seconds=float(layered("request_timeout_seconds")),
             headers=document.get("headers", {}),
             oauth=document.get("oauth", {}),
             tool_scopes={name: frozenset(entry["scopes"]) for name, entry in tools.items() if "scopes" in entry},
             folder=None if path is None else path.parent,
-            lock=layered("lock", None),
-            lock_server=layered("lock_server", None),
-            max_frame_bytes=layered("max_frame_bytes", DEFAULT_MAX_FRAME_BYTES),
-            max_server_frame_bytes=layered("max_server_frame_bytes", DEFAULT_MAX_SERVER_FRAME_BYTES),
+            lock=layered("lock"),
+            lock_server=layered("lock_server"),
+            max_frame_bytes=layered("max_frame_bytes"),
+            max_server_frame_bytes=layered("max_server_frame_bytes"),
         )
 
 
@@ -154,10 +154,10 @@ class _Layers:
     def __init__(self, flags: Mapping[str, Any], environ: Mapping[str, str], document: Mapping[str, Any]) -> None:
         self.flags, self.environ, self.document = flags, environ, document
 
-    def __call__(self, key: str, default: Any) -> Any:
+    def __call__(self, key: str) -> Any:
         if self.flags.get(key) is not None:
             return self.flags[key]
         variable = ENVIRONMENT.get(key)
         if variable is not None and self.environ.get(variable):
-            return positive_int(self.environ, variable, default, MAX_FRAME_BYTES_LIMIT)
-        return self.document.get(key, default)
+            return positive_int(self.environ, variable, _default(key), MAX_FRAME_BYTES_LIMIT)
+        return self.document.get(key, _default(key))

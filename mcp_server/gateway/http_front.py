@@ -31,7 +31,7 @@ from ..core.errors import CanonicalError, Rejection
 from ..core.replies import error_reply
 from ..core.session import Session
 from ..core.settings import SetupError
-from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, Frame, Message, Reply, RequestId
+from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, Frame, Message, Reply, RequestId, is_request_id
 from ..execution.access import METADATA_PATH, FrontAuth, Refusal, UpstreamResource
 from ..execution.peer import PeerChannel
 from ..observe.metrics import CONTENT_TYPE, Metrics
@@ -223,7 +223,7 @@ class HttpSession:
         except jsonio.JSONSyntaxError:
             return frame, None, None, None
         request_id = document.get("id") if isinstance(document, dict) and "method" in document else None
-        if not isinstance(request_id, str | int):
+        if not is_request_id(request_id):
             return frame, None, None, None
         params = document.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ..chain.boundary import contain, render_rejection
 from ..chain.compose import Chain, build_chain
-from ..chain.policy_check import PolicyCheck
+from ..chain.policy_check import PolicyCheck, needs_approval
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
@@ -34,6 +34,7 @@ from ..core.types import (
     Message,
     Reply,
     RequestId,
+    is_request_id,
 )
 from ..execution.approvals import ApprovalBook
 from ..execution.grants import GrantSigner
@@ -46,7 +47,7 @@ from ..observe.tracing import Span, Tracer, incoming
 from ..registry.lockfile import LockCheck, Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
-from ..registry.versions import stated_version
+from ..registry.versions import stateless_version
 from ..transport.connection import Connection
 from ..transport.http import accepts_event_stream
 from .config import GatewayConfig, Mode
@@ -111,7 +112,7 @@ class ClientSide(Protocol):
 
 def _stateless(session: Session, message: Message, registry: SchemaRegistry) -> bool:
     """A request of the stateless protocol (2026-07-28): no session version, its own stated one."""
-    return session.version is None and stated_version(message.params) in registry.stateless_versions
+    return session.version is None and stateless_version(message.params, registry) is not None
 
 
 def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bool]:
@@ -133,15 +134,24 @@ def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bo
     return can
 
 
-def _chains(checks: Checks, tools: UpstreamTools) -> tuple[Chain, Chain]:
-    """The client→server and server→client chains of one session (the policy in both)."""
+def _chains(checks: Checks, tools: UpstreamTools, lock: LockCheck | None) -> tuple[Chain, Chain]:
+    """The client→server and server→client chains of one session (the policy in both; one version
+    per session and the tool lockfile for what the client sends)."""
     registry, policy = checks.registry, checks.policy
     inbound = outbound = None
     if policy is not None:
         inbound = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, checks))
         outbound = PolicyCheck(policy, SERVER_TO_CLIENT)
     return (
-        build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=checks.max_frame_bytes, policy=inbound),
+        build_chain(
+            registry,
+            CLIENT_TO_SERVER,
+            tools=tools,
+            max_frame_bytes=checks.max_frame_bytes,
+            policy=inbound,
+            one_version=True,
+            lock=lock,
+        ),
         build_chain(
             registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=checks.max_server_frame_bytes, policy=outbound
         ),
@@ -149,10 +159,14 @@ def _chains(checks: Checks, tools: UpstreamTools) -> tuple[Chain, Chain]:
 
 
 def _check(chain: Chain, frame: Frame) -> Message | Rejection:
+    """The chain's verdict on ``frame``; a reply read as the answer to a waiting request, valid or
+    refused, settles it in the session."""
     try:
-        return chain.check(frame)
+        verdict: Message | Rejection = chain.check(frame)
     except Exception as failure:
-        return contain(failure)
+        verdict = contain(failure)
+    frame.session.answered(frame.direction, verdict if isinstance(verdict, Message) else verdict.message)
+    return verdict
 
 
 def _relayed(frame: Frame, message: Message | None) -> Reply:
@@ -220,7 +234,7 @@ class GatewaySession:
         self.verdicts = Verdicts(checks.config, checks.report, checks.registry, self.lock)
         self.tracer = checks.tracer
         self.spans: dict[RequestId, tuple[Span, str]] = {}  # exported spans of calls upstream, and verdicts
-        self.inbound, self.outbound = _chains(checks, self.tools)
+        self.inbound, self.outbound = _chains(checks, self.tools, self.lock)
         self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
         self.readiness = Readiness(self.session, self.tools, self.own, checks.config.check_wait_seconds)
         self.deadlines = Deadlines(checks.config.request_timeout_seconds, checks.policy, self._expired)
@@ -252,14 +266,7 @@ class GatewaySession:
             await self.readiness.learn(tool, verdict.message)
             verdict = _check(self.inbound, frame)
         if isinstance(verdict, Message):
-            mixed = self.verdicts.mixed_versions(self.session, verdict)
-            if mixed is None and self.lock is not None:
-                mixed = self.verdicts.locked_out(verdict)
-            if mixed is None:
-                return await self._client_frame(frame, verdict, began)
-            verdict = mixed
-        elif self.lock is not None and verdict.error is CanonicalError.TOOL_NOT_FOUND and verdict.message is not None:
-            verdict = self.verdicts.locked_out(verdict.message) or verdict  # the lock's refusal says more
+            return await self._client_frame(frame, verdict, began)
         return await self._client_refused(frame, verdict, began)
 
     async def _client_frame(self, frame: Frame, message: Message, began: float) -> Handled:
@@ -361,7 +368,8 @@ class GatewaySession:
         """A client request goes upstream (its reply expected), once approved if it must be."""
         assert message.id is not None and message.method is not None
         session = self.session
-        held = self._needs_approval(message)
+        policy = self.checks.policy
+        held = policy is not None and needs_approval(policy, message.method, message.tool)
         if held and _stateless(session, message, self.checks.registry):
             admitted = await self._admitted(frame, message)
             if isinstance(admitted, Reply):
@@ -396,13 +404,13 @@ class GatewaySession:
         """A request of the gateway's own (``tools/list``), with the version it states for itself."""
         document = jsonio.loads(raw)
         params = document.get("params")
-        version = stated_version(params) or self.session.version
+        version = stateless_version(params, self.checks.registry) or self.session.version
         await self._to_upstream(raw, Message(REQUEST, document["id"], document["method"], params, version))
 
     def _cancelled(self, message: Message) -> bool:
         """A client's cancellation: whether it goes upstream (a client cancels only its own requests)."""
         request_id = (message.params or {}).get("requestId")
-        if isinstance(request_id, str | int):
+        if is_request_id(request_id):
             if not self.client.cancelled(request_id):
                 return False
             self.deadlines.stop(request_id)
@@ -419,15 +427,6 @@ class GatewaySession:
         return any(asker.deliver(message.id, document) for asker in list(self.askers))
 
     # -- approvals ---------------------------------------------------------------------------------
-
-    def _needs_approval(self, message: Message) -> bool:
-        policy = self.checks.policy
-        return (
-            policy is not None
-            and message.method == "tools/call"
-            and message.tool is not None
-            and policy.rule_for(message.tool).approval
-        )
 
     async def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
         """A held call of the stateless protocol: the frame to relay and what it is (its grant verified,

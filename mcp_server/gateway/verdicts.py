@@ -15,7 +15,6 @@ from typing import Any
 from ..chain.boundary import render_rejection
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
-from ..core.session import Session
 from ..core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
@@ -28,12 +27,12 @@ from ..core.types import (
     Message,
     Reply,
     RequestId,
+    is_request_id,
 )
 from ..observe.report import ConformanceReport
 from ..registry.lockfile import REMOVED, RENAMED, LockCheck
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
-from ..registry.versions import stated_version
 from .config import INVALID_TOOL_SCHEMA, TOOL_DEFINITION_CHANGED, GatewayConfig, Mode
 
 __all__ = ["POLLUTION", "Action", "Verdicts", "emit", "stand_in_answer", "standing_in"]
@@ -206,24 +205,6 @@ class Verdicts:
                 return self._learn_tools(frame, message, result, tools)
         return frame
 
-    def mixed_versions(self, session: Session, message: Message) -> Rejection | None:
-        """A request stating a version other than its session's (2026-07-28 ``_meta`` in a session)."""
-        if message.kind is not REQUEST or session.version is None or message.params is None:
-            return None
-        stated = stated_version(message.params)
-        if stated is None or stated == session.version:
-            return None
-        errors = [{"path": "/params/_meta", "msg": f"{stated} in a {session.version} session"}]
-        return Rejection(CanonicalError.MIXED_PROTOCOL_VERSIONS, errors, message=message)
-
-    def locked_out(self, message: Message) -> Rejection | None:
-        """A ``tools/call`` of a tool the lockfile does not allow (not locked, or listed otherwise)."""
-        lock, tool = self.lock, message.tool
-        if lock is None or tool is None or message.kind is not REQUEST or lock.allows(tool):
-            return None
-        errors = [{"path": "/params/name", "msg": f"{tool!r} is not in the lockfile as the upstream lists it"}]
-        return Rejection(CanonicalError.TOOL_NOT_LOCKED, errors, message=message)
-
     def _notified(self, frame: Frame, message: Message, tools: UpstreamTools) -> None:
         """A peer cancels a request it sent (spec basic/utilities/cancellation): settled, not a
         violation, and its reply, should it still come, is late. The upstream's tools changed: a tool
@@ -233,7 +214,7 @@ class Verdicts:
             return
         params = message.params
         cancelled = params.get("requestId") if message.method == "notifications/cancelled" and params else None
-        if not isinstance(cancelled, str | int) or isinstance(cancelled, bool):
+        if not is_request_id(cancelled):
             return
         pending = frame.session.abandon(frame.direction, cancelled)
         if pending is not None:

@@ -18,6 +18,7 @@ from typing import IO, Any
 from ..chain.classify import shape_of
 from ..chain.compose import build_chain
 from ..chain.json_syntax import parse
+from ..chain.tool_lock import lock_refusal, locked_out
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
@@ -31,6 +32,7 @@ from ..core.types import (
     Direction,
     Frame,
     Message,
+    is_request_id,
 )
 from ..execution.redaction import Redactor
 from ..observe.digest import digest_log
@@ -308,6 +310,7 @@ class SessionCheck:
         try:
             message = self._chains[direction].check_parsed(frame, document)
         except Rejection as rejection:
+            self.session.answered(direction, rejection.message)  # a reply refused is its request's answer
             message = rejection.message or shape_of(document)
             self._count(direction, message, refused=True)
             self._violation(rejection.error.slug, number, direction, message, rejection.errors)
@@ -315,6 +318,7 @@ class SessionCheck:
                 self.session.expect(direction, message.id, message.method, message.tool)  # its answer is still due
             return
         self.report.frames[direction, message.method or "(unknown request)"] += 1
+        self.session.answered(direction, message)
         self._follow(number, direction, message)
 
     def _count(self, direction: Direction, message: Message, *, refused: bool) -> None:
@@ -331,8 +335,9 @@ class SessionCheck:
         assert document is not None
         if kind is REQUEST:
             session.follow(direction, message)  # as the live gateway follows it
-            if self.lock is not None and message.tool is not None and not self.lock.allows(message.tool):
-                self._not_locked(number, direction, message)
+            if self.lock is not None and locked_out(self.lock, message.kind, message.method, message.tool):
+                refusal = lock_refusal(message)  # the gateway with ``--lock`` refuses it; here it is reported
+                self._violation(refusal.error.slug, number, direction, message, refusal.errors)
             if session.version is None and message.version in self.registry.stateless_versions:
                 self.report.protocol_version = message.version  # what the request stated (2026-07-28)
         elif kind is NOTIFICATION:
@@ -345,11 +350,6 @@ class SessionCheck:
                 self._learn_tools(number, direction, document, message)
         elif message.version is not None:
             self._error_code(number, direction, message)
-
-    def _not_locked(self, number: int, direction: Direction, message: Message) -> None:
-        """A call of a tool the lockfile does not allow: the gateway with ``--lock`` refuses it."""
-        errors = [{"path": "/params/name", "msg": "not in the lockfile as the upstream lists it"}]
-        self._violation(CanonicalError.TOOL_NOT_LOCKED.slug, number, direction, message, errors)
 
     def _violation(self, rule: str, number: int, direction: Direction, message: Message, errors: Any) -> None:
         """A rule the frame on line ``number`` broke, as far as ``message`` says what it was."""
@@ -377,9 +377,9 @@ class SessionCheck:
         session = self.session
         method, request_id = document.get("method"), document.get("id")
         if method is None:  # a response: the opposite of the request it answers
-            if isinstance(request_id, str | int) and session.peek(CLIENT_TO_SERVER, request_id) is not None:
+            if is_request_id(request_id) and session.peek(CLIENT_TO_SERVER, request_id) is not None:
                 return SERVER_TO_CLIENT
-            if isinstance(request_id, str | int) and session.peek(SERVER_TO_CLIENT, request_id) is not None:
+            if is_request_id(request_id) and session.peek(SERVER_TO_CLIENT, request_id) is not None:
                 return CLIENT_TO_SERVER
             return SERVER_TO_CLIENT
         requests, notifications = self._sides.get(session.version) or self._sides[None]
@@ -396,7 +396,7 @@ class SessionCheck:
 
     def _side_of(self, request_id: Any, *, answering: bool) -> Direction:
         """The side that sent (``answering``: that answers) the only pending request of ``request_id``."""
-        if not isinstance(request_id, str | int):
+        if not is_request_id(request_id):
             return SERVER_TO_CLIENT if answering else CLIENT_TO_SERVER
         by_server = self.session.peek(SERVER_TO_CLIENT, request_id) is not None
         by_client = self.session.peek(CLIENT_TO_SERVER, request_id) is not None

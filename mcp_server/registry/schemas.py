@@ -52,9 +52,17 @@ def files_within(root: Path, *, quiet: bool = False) -> Iterator[Path]:
         yield path
 
 
-BUNDLED_SCHEMAS = Path(__file__).parent.parent / "schemas"
-"""The schemas shipped inside the package: ``mcp/<version>/schema.json`` (the official ones, with their
-source and licence) and the project's own."""
+def _bundled_schemas(package: Path) -> Path:
+    """The wheel's copy inside the package (``mcp_server/schemas``), else the repository's top-level
+    ``schemas/`` beside the package (a checkout, an editable install): the source of truth, which the
+    build maps into the package (ADR 31)."""
+    inside = package / "schemas"
+    return inside if inside.is_dir() else package.parent / "schemas"
+
+
+BUNDLED_SCHEMAS = _bundled_schemas(Path(__file__).parent.parent)
+"""The bundled schemas: ``mcp/<version>/schema.json`` (the official ones, with their source and
+licence) and the project's own."""
 
 MAX_VIOLATIONS = 100
 """Cap on the violations listed for one instance; a hostile frame cannot make the reply huge."""
@@ -396,6 +404,8 @@ class SchemaRegistry:
         self.stateless_versions = tuple(v for v, p in protocols.items() if p.stateless)
         self.latest: str = self.versions[-1]
         self.latest_handshake: str = self.handshake_versions[-1]
+        # Every request method some version defines: a name none defines can be a server's own tool.
+        self.request_methods: frozenset[str] = frozenset().union(*(p.request_methods for p in protocols.values()))
         self._compiled: dict[str, Validator] = {}
         self._tool_io: dict[str, ToolIO] = {}
         # Configured roots: every $id is indexed and every schema compiled now, so a ref that

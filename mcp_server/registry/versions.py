@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
-from ..core.session import Session
+from ..core.session import Pending, Session
 from ..core.types import Direction, Message, MessageKind
 from .schemas import SchemaRegistry
 
@@ -22,8 +22,10 @@ __all__ = [
     "SERVER_INFO_META",
     "SUBSCRIPTION_ID_META",
     "is_at_least",
+    "reply_version",
     "resolve_version",
     "stated_version",
+    "stateless_version",
 ]
 
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
@@ -49,10 +51,27 @@ def is_at_least(registry: SchemaRegistry, version: str | None, floor: str) -> bo
 
 def stated_version(params: Mapping[str, Any] | None) -> Any:
     """What a request's ``_meta`` states as its protocol version (2026-07-28), unchecked; ``None`` if nothing."""
-    if not isinstance(params, Mapping):
+    if type(params) is not dict and not isinstance(params, Mapping):  # (a parsed frame's dict first)
         return None
     meta = params.get("_meta")
-    return meta.get(PROTOCOL_VERSION_META) if isinstance(meta, Mapping) else None
+    if type(meta) is not dict and not isinstance(meta, Mapping):
+        return None
+    return meta.get(PROTOCOL_VERSION_META)
+
+
+def stateless_version(params: Mapping[str, Any] | None, registry: SchemaRegistry) -> str | None:
+    """The stateless version a request states for itself (2026-07-28 ``_meta``), when it names one
+    ``registry`` has; ``None`` for none, or for a value that is no such version (a list is none)."""
+    version = stated_version(params)
+    return version if type(version) is str and version in registry.stateless_versions else None
+
+
+def reply_version(registry: SchemaRegistry, pending: Pending | None) -> str:
+    """The version whose schema governs a reply in a session that has none: the version its request
+    stated, when that is a stateless one (2026-07-28), else the newest handshake version. (A session's
+    own version, when it has one, governs every frame of it.)"""
+    stated = None if pending is None else pending.version
+    return stated if stated is not None and stated in registry.stateless_versions else registry.latest_handshake
 
 
 def _stateless_version_of(message: Message, registry: SchemaRegistry) -> str | None:

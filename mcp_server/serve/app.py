@@ -15,7 +15,7 @@ from .. import __version__
 from ..chain.boundary import contain, render_rejection
 from ..chain.compose import build_chain
 from ..chain.policy_check import PolicyCheck
-from ..chain.schema_check import ToolSchemas, check_tool_output
+from ..chain.schema_check import ToolSchemas, check_tool_output, own_tool
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import Settings
@@ -86,7 +86,8 @@ def build_server(
     router = Router(_routes(registry, tools, gate, checked=policy is not None and gate.policy is policy), registry)
     stage = None
     if policy is not None:
-        stage = PolicyCheck(policy, CLIENT_TO_SERVER, tool_methods=frozenset(t.name for t in tools))
+        methods = frozenset(t.name for t in tools if own_tool(registry, tools, t.name) is not None)
+        stage = PolicyCheck(policy, CLIENT_TO_SERVER, tool_methods=methods)
     chain = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=settings.max_frame_bytes, policy=stage)
     return _boundary(chain.check, router, registry, events, tools)
 
@@ -106,6 +107,7 @@ def _boundary(
         message = None
         try:
             message = check(frame)
+            frame.session.answered(frame.direction, message)  # a reply to a request of ours settles it
             reply = None
             if message.kind is REQUEST or message.kind is NOTIFICATION:
                 answer = router(message, frame)
@@ -116,6 +118,8 @@ def _boundary(
             rejection = contain(failure)
             if rejection.message is None:
                 rejection.message = message
+            elif message is None:
+                frame.session.answered(frame.direction, rejection.message)
             reply = render_rejection(rejection, registry, tools, frame.session.version)
             if events is not None:
                 events.refused(frame, rejection, reply, began)

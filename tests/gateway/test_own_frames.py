@@ -120,7 +120,8 @@ class Observer:
             assert ("id" not in document) is optional, document
             if not optional:
                 return
-        self.chains[direction].check(Frame(raw, "observer", self.session, None, direction))
+        message = self.chains[direction].check(Frame(raw, "observer", self.session, None, direction))
+        self.session.answered(direction, message)  # an answer settles what it answers: a second one is unknown
 
 
 def _meta(version: str) -> dict[str, Any]:

@@ -39,13 +39,11 @@ from ..generate import from_schema
 
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
 STATELESS = "2026-07-28"
-EXAMPLES = ROOT / "mcp_server" / "schemas" / "mcp" / STATELESS / "examples"
+EXAMPLES = ROOT / "schemas" / "mcp" / STATELESS / "examples"
 
 
 def schema_of(version: str) -> dict[str, Any]:
-    document: dict[str, Any] = jsonio.loads(
-        (ROOT / "mcp_server" / "schemas" / "mcp" / version / "schema.json").read_bytes()
-    )
+    document: dict[str, Any] = jsonio.loads((ROOT / "schemas" / "mcp" / version / "schema.json").read_bytes())
     return document
 
 
@@ -386,7 +384,7 @@ def test_error_codes_follow_jsonrpc_and_the_versions_own_definitions(
 
 def test_the_codes_a_schema_defines_are_read_from_the_schema_file() -> None:
     """Issue: read each version's schema.json for defined error codes (e.g. -32042 in 2025-11-25)."""
-    text = (ROOT / "mcp_server" / "schemas" / "mcp" / "2025-11-25" / "schema.json").read_text()
+    text = (ROOT / "schemas" / "mcp" / "2025-11-25" / "schema.json").read_text()
     assert '"const": -32042' in text
     assert validate_error_code(-32042, version="2025-11-25")
     assert not validate_error_code(-32042, version="2026-07-28")

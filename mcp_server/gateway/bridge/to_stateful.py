@@ -18,7 +18,16 @@ from typing import Any
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
 from ...core.replies import error_reply
-from ...core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, SERVER_TO_CLIENT, Message, RequestId
+from ...core.types import (
+    ERROR_RESPONSE,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    SERVER_TO_CLIENT,
+    Message,
+    RequestId,
+    is_request_id,
+)
 from ...execution.approvals import arguments_digest
 from ...execution.grants import GrantSigner, signer_from
 from ...registry.versions import (
@@ -27,7 +36,7 @@ from ...registry.versions import (
     LOG_LEVEL_META,
     PROTOCOL_VERSION_META,
     SERVER_INFO_META,
-    stated_version,
+    stateless_version,
 )
 from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
@@ -163,7 +172,7 @@ class StatefulUpstreams:
         a stateless one is translated."""
         if not self._decided.is_set():
             params = None if about is None else about.params
-            self._passthrough = stated_version(params) not in self._checks.registry.stateless_versions
+            self._passthrough = stateless_version(params, self._checks.registry) is None
             self._decided.set()
         if self._passthrough:
             assert self._first is not None
@@ -243,7 +252,7 @@ class StatefulUpstreams:
         params = document.get("params")
         params = params if isinstance(params, dict) else {}
         request_id = params.get("requestId")
-        if document.get("method") != "notifications/cancelled" or not isinstance(request_id, str | int):
+        if document.get("method") != "notifications/cancelled" or not is_request_id(request_id):
             log.warning("gateway bridge: a client notification with no stateful counterpart was not relayed")
             return
         found = self._by_client.pop(request_id, None)

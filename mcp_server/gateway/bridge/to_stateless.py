@@ -24,6 +24,7 @@ from ...core.types import (
     SERVER_TO_CLIENT,
     Message,
     RequestId,
+    is_request_id,
 )
 from ...registry.schemas import SchemaRegistry
 from ...registry.versions import (
@@ -32,7 +33,7 @@ from ...registry.versions import (
     LOG_LEVEL_META,
     PROTOCOL_VERSION_META,
     SERVER_INFO_META,
-    stated_version,
+    stateless_version,
 )
 from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
@@ -176,8 +177,10 @@ class StatelessUpstream:
 
     def _decide(self, about: Message | None) -> None:
         """A first frame that states the upstream's own era passes through, with all after it."""
-        stated = stated_version(about.params) if about is not None and about.kind is REQUEST else None
-        self._passthrough = stated in self._registry.stateless_versions
+        stated = (
+            stateless_version(about.params, self._registry) if about is not None and about.kind is REQUEST else None
+        )
+        self._passthrough = stated is not None
         if not self._passthrough:
             self._side = UpstreamSide(self._checks, self._inner.name)
         self._decided.set()
@@ -247,7 +250,7 @@ class StatelessUpstream:
             return
         if about.method == "notifications/cancelled":
             request_id = (about.params or {}).get("requestId")
-            call = self._live.pop(request_id, None) if isinstance(request_id, str | int) else None
+            call = self._live.pop(request_id, None) if is_request_id(request_id) else None
             if call is not None and self._calls.pop(call.upstream_id, None) is not None:
                 await self._cancel(call, about)
             elif call is not None:

@@ -23,7 +23,7 @@ from ...core.types import (
     Message,
 )
 from ...registry.tools import UpstreamTools
-from ...registry.versions import stated_version
+from ...registry.versions import stateless_version
 from ..session import Checks
 from ..verdicts import Action, Verdicts
 
@@ -50,6 +50,7 @@ class UpstreamSide:
     def __init__(self, checks: Checks, label: str) -> None:
         registry = checks.registry
         self.session = Session()
+        self._registry = registry
         self.transport = f"upstream ({label})"
         self.verdicts = Verdicts(checks.config, checks.report, registry)
         self._tools = UpstreamTools(registry)
@@ -66,12 +67,15 @@ class UpstreamSide:
         try:  # the frame was just made from ``document``: checked as parsed, not read back
             message = self._sending.check_parsed(frame, document if type(document) is dict else dict(document))
         except Rejection as rejection:
+            self.session.answered(CLIENT_TO_SERVER, rejection.message)
             if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
                 raise
             message = rejection.message
+        else:
+            self.session.answered(CLIENT_TO_SERVER, message)
         self.verdicts.learn(frame, message, self._tools)
         if message.kind is REQUEST and message.id is not None and message.method is not None:
-            stated = stated_version(message.params) if self.session.version is None else None
+            stated = stateless_version(message.params, self._registry) if self.session.version is None else None
             self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         return raw, message
 
@@ -82,9 +86,12 @@ class UpstreamSide:
         try:
             message = self._hearing.check(frame)
         except Rejection as rejection:
+            self.session.answered(SERVER_TO_CLIENT, rejection.message)
             if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
                 return rejection
             message = rejection.message
+        else:
+            self.session.answered(SERVER_TO_CLIENT, message)
         self.verdicts.learn(frame, message, self._tools)
         if message.id is None:
             return message
