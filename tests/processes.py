@@ -1,10 +1,13 @@
 """Processes the tests start and watch: a free loopback port, a server until it listens, its stop,
-the children of a process read from /proc, and a Python server imported once and forked per session.
+the children of a process read from /proc, a Python server imported once and forked per session, and
+a lock the parallel workers take in turn.
 One way of each, for every test that starts a process (holds no test).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import select
 import signal
 import socket
@@ -50,6 +53,19 @@ def stop(process: subprocess.Popen[bytes], signum: int = signal.SIGTERM) -> int:
     except subprocess.TimeoutExpired:
         process.kill()
         return process.wait(WAIT)
+
+
+@contextmanager
+def exclusive(lock: Path) -> Iterator[None]:
+    """The block run by one process at a time among those that take ``lock`` (a file, created if
+    missing): the parallel workers installing a package, or writing one results file."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)  # released when closed
+        yield
+    finally:
+        os.close(descriptor)
 
 
 @contextmanager

@@ -5,33 +5,19 @@ suite version under `fixtures/conformance/`). Shared by the conformance tests; h
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import subprocess
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..conftest import ROOT, server_env
-from ..processes import free_port, running, wait_listening
+from ..conftest import ROOT
+from ..processes import exclusive
+from .gateways import started_gateway
 
-__all__ = [
-    "TARGET",
-    "WAIT",
-    "SuiteRun",
-    "free_port",
-    "gateway",
-    "record",
-    "results_file",
-    "run_suite",
-    "running",
-    "wait_listening",
-]
-
-TARGET = (sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_target.py"))
 FIXTURES = ROOT / "fixtures" / "conformance"
 WAIT = 60.0
 SUITE_TIMEOUT = 600.0
@@ -39,14 +25,15 @@ SUITE_TIMEOUT = 600.0
 NOT_SCORED_LINE = re.compile(r"^\s+[✓✗]\s+(\S+)\s+\(([^)]+)\)$")
 
 
-def gateway(tmp_path: Path, upstream: list[str], *options: str) -> tuple[list[str], str, dict[str, str]]:
-    """The gateway's HTTP front before ``upstream`` (a command), or with ``options`` (`--upstream URL`)."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", url, "--idle-timeout", "5", *options]
+@contextmanager
+def gateway(tmp_path: Path, upstream: list[str], *options: str) -> Iterator[str]:
+    """The URL of the gateway's HTTP front before ``upstream`` (a command), or with ``options``
+    (`--upstream URL`), while it runs."""
+    arguments = ["--listen", "http://127.0.0.1:0/mcp", "--idle-timeout", "5", *options]
     if upstream:
-        command += ["--", *upstream]
-    return command, url, server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
+        arguments += ["--", *upstream]
+    with started_gateway(tmp_path, *arguments, stderr=tmp_path / "gateway.stderr") as (_, url):
+        yield url
 
 
 @dataclass(frozen=True)
@@ -87,10 +74,7 @@ def record(suite: str, key: str, found: SuiteRun, revision: str | None, packages
     """``found`` as run ``key``'s results in the suite's file (``MCP_UPDATE_CONFORMANCE=1``), beside the
     other runs' (each run's test records its own, parallel workers one at a time)."""
     path = results_file(suite)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        fcntl.flock(folder, fcntl.LOCK_EX)  # released when closed
+    with exclusive(ROOT / ".cache" / "conformance-results.lock"):  # one worker at a time writes
         document: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
         document["packages"] = packages
         document.setdefault("runs", {})[key] = found.results
@@ -98,5 +82,3 @@ def record(suite: str, key: str, found: SuiteRun, revision: str | None, packages
         if revision is not None:
             not_scored[revision] = found.not_scored
         path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-    finally:
-        os.close(folder)

@@ -28,7 +28,8 @@ import pytest
 from ..conftest import server_env
 from ..node_tools import CONFORMANCE, CONFORMANCE_NEXT, SERVER_EVERYTHING, node_command, npm_bin
 from ..processes import UPSTREAMS, forked_server, free_port, running
-from .conformance import TARGET, gateway, record, results_file, run_suite
+from .conformance import gateway, record, results_file, run_suite
+from .gateways import TARGET
 
 pytestmark = pytest.mark.conformance
 
@@ -153,16 +154,14 @@ def serving(endpoint: Endpoint, tmp_path: Path, target_stdio: Stdio) -> Iterator
     env = server_env(tmp_path, PORT=str(port))
     own_url = f"http://127.0.0.1:{port}/mcp"
     if endpoint.route == "gateway":
-        command, url, gateway_env = gateway(tmp_path, stdio, *endpoint.gateway_options)
-        with running(command, url, gateway_env):
+        with gateway(tmp_path, stdio, *endpoint.gateway_options) as url:
             yield url
         return
     with running(http, own_url, env):
         if endpoint.route == "direct":
             yield own_url
             return
-        command, url, gateway_env = gateway(tmp_path, [], "--upstream", own_url, *endpoint.gateway_options)
-        with running(command, url, gateway_env):
+        with gateway(tmp_path, [], "--upstream", own_url, *endpoint.gateway_options) as url:
             yield url
 
 
