@@ -150,7 +150,7 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
         **_described("gateway", "a validating proxy in front of an MCP server"),
         usage="mcp-server gateway [--listen stdio|unix:PATH|http://HOST:PORT/mcp] [--mode enforce|observe] "
         "[--config FILE] [--lock FILE] [--bridge VERSION] [--otel] [--max-frame-bytes N] "
-        "[--max-server-frame-bytes N] (--upstream URL | [--] COMMAND ...)",
+        "[--max-server-frame-bytes N] (--upstream URL | --servers FILE | [--] COMMAND ...)",
     )
     gateway.add_argument(
         "--listen", default="stdio", help="where clients connect: stdio, unix:PATH or http://HOST:PORT/mcp"
@@ -164,6 +164,9 @@ def _add_gateway(commands: Any, logs: argparse.ArgumentParser) -> None:
     gateway.add_argument("--upstream", metavar="URL", help="a remote Streamable HTTP MCP endpoint")
     gateway.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'", help=_HEADER_HELP)
     _add_front_auth(gateway, passthrough=True)
+    gateway.add_argument(
+        "--servers", type=Path, metavar="FILE", help="many upstreams: an MCP client's configuration (docs/aggregate.md)"
+    )
     gateway.add_argument("--policy", type=Path, help="execution policy, TOML or JSON (or MCP_POLICY_FILE)")
     gateway.add_argument("--lock", type=Path, metavar="FILE", help="tool lockfile (`mcp-server lock`) to hold tools to")
     gateway.add_argument("--lock-server", metavar="NAME", help="the lockfile's server key (default: the only one)")
@@ -450,6 +453,7 @@ def _gateway_options(
         "bridge": args.bridge,
         "headers": args.header,
         "limits": (args.max_frame_bytes, args.max_server_frame_bytes),
+        "servers_path": args.servers,
     }
 
 

@@ -119,6 +119,9 @@ class CanonicalError(Enum):
     # Gateway (issue 29): a peer's reply over the frame limit of its direction, answered in its place to
     # the side that waits for it; ``data.size`` and ``data.limit`` say by how much (``--max-*-frame-bytes``).
     REPLY_TOO_LARGE = (-32018, 502, "Reply over the gateway's frame limit", "too_large")
+    # Gateway in front of many servers (issue 33): a resource URI none of its servers lists or matches
+    # (MCP server/resources, "Error Handling": resource not found is -32002).
+    RESOURCE_NOT_FOUND = (-32002, 404, "Resource not found", "not_found")
 
     def __init__(
         self,

@@ -422,6 +422,23 @@ SETTINGS: tuple[Setting, ...] = (
         what="the lockfile's server entry",
     ),
     Setting(
+        name="servers",
+        part=_GATEWAY,
+        flags=("--servers FILE",),
+        commands=("gateway",),
+        key="servers",
+        shown="none: one upstream",
+        what="many upstreams behind one gateway: a table per server (`command`, `args`, `env`, or `url`, "
+        "`headers`; `prefix`, `bridge`); `--servers` reads an MCP client's own file ([aggregate](aggregate.md))",
+    ),
+    Setting(
+        name="aggregate",
+        part=_GATEWAY,
+        key="aggregate",
+        shown='`separator = "__"`, `start_seconds = 10`, `health_seconds = 15`, `page_size = 500`',
+        what="how many upstreams are named, waited for, watched, restarted and paged ([aggregate](aggregate.md))",
+    ),
+    Setting(
         name="headers",
         part=_GATEWAY,
         flags=("--header 'NAME: VALUE'",),

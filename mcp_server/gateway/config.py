@@ -83,6 +83,10 @@ class GatewayConfig:
     # and images run to several MB). A frame over its limit is answered to the side that waits.
     max_frame_bytes: int = _default("max_frame_bytes")
     max_server_frame_bytes: int = _default("max_server_frame_bytes")
+    # Many upstreams (``aggregate/``): the ``servers`` and ``aggregate`` tables as written (relative
+    # paths start from ``folder``).
+    servers: Mapping[str, Any] = field(default_factory=dict)
+    aggregate: Mapping[str, Any] = field(default_factory=dict)
 
     def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
         """The most specific setting wins: tool, then direction, then the default."""
@@ -145,6 +149,8 @@ class GatewayConfig:
             lock_server=layered("lock_server"),
             max_frame_bytes=layered("max_frame_bytes"),
             max_server_frame_bytes=layered("max_server_frame_bytes"),
+            servers=document.get("servers", {}),
+            aggregate=document.get("aggregate", {}),
         )
 
 

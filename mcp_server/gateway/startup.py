@@ -28,6 +28,7 @@ from ..registry.credentials import UpstreamHeaders, expand, upstream_headers
 from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
+from .aggregate import Fleet
 from .config import GatewayConfig
 
 if TYPE_CHECKING:
@@ -106,16 +107,18 @@ def prepare(
     auth: str | None = None,
     interactive: bool = False,
     limits: tuple[int | None, int | None] = (None, None),
+    servers_path: Path | None = None,
 ) -> Gateway:
     """A gateway run from the command line's values (``limits``: ``--max-frame-bytes`` and
     ``--max-server-frame-bytes``, ``None`` when not given), the environment and the files.
-    ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``)."""
+    ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``).
+    ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
-    flags = {"lock": lock_path, "lock_server": lock_server, "max_frame_bytes": limits[0]}
-    flags["max_server_frame_bytes"] = limits[1]
+    flags = dict(lock=lock_path, lock_server=lock_server, max_frame_bytes=limits[0], max_server_frame_bytes=limits[1])
     config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
+    fleet = _fleet(config, servers_path, bool(upstream_url or command), bridge, environ)
     boundary = _boundary(config, registry, environ, policy_path, upstream_url)
     front_check, passthrough = _front(auth, upstream_url)
     credentials = _credentials(upstream_url, headers, config, environ)
@@ -123,18 +126,16 @@ def prepare(
     # The upstream as it may be shown (ready line, report, page): the secrets its command line gives
     # (`--token X`) and the configured credentials are hidden there, and wherever else they appear.
     name, hidden = boundary.policy.redactor.redact_command(command or [upstream_url or ""])
-    redactor = boundary.policy.redactor.with_literals((*hidden, *_secrets(credentials, login)))
+    redactor = boundary.policy.redactor.with_literals((*hidden, *_secrets(credentials, login, fleet)))
     held = config.held_bytes(SERVER_TO_CLIENT)
     new_upstream = _upstreams(
         upstream_url, command, held, config.grace_seconds, redactor, credentials, login, forward=passthrough
     )
-    new_upstream()  # a bad URL or a missing command is refused here, before any front starts
-    name = redactor.redact_text(name)[0]
+    if fleet is None:
+        new_upstream()  # a bad URL or a missing command is refused here, before any front starts
+    name = redactor.redact_text(name if fleet is None else fleet.name)[0]
     checks = _checks(registry, config, name, boundary.stage_policy, redactor, events, environ, tracer)
-    if bridge is not None:
-        from .bridge import bridged
-
-        new_upstream = bridged(new_upstream, checks, bridge)
+    new_upstream, checks = _wrapped(new_upstream, checks, bridge, fleet, redactor)
     return Gateway(
         settings=settings,
         checks=checks,
@@ -227,10 +228,39 @@ def _front(auth: str | None, upstream_url: str | None) -> tuple[Callable[[str], 
     return None, True
 
 
-def _secrets(credentials: UpstreamHeaders, login: UpstreamLogin | None) -> tuple[str, ...]:
-    """What no output may show: the configured headers' values, the login's client secret."""
+def _wrapped(
+    new_upstream: Callable[[], Connection], checks: Checks, bridge: str | None, fleet: Fleet | None, redactor: Redactor
+) -> tuple[Callable[[], Connection], Checks]:
+    """How each session's upstream is made, behind the era bridge (``--bridge``), or an aggregate of
+    ``fleet`` (each server held to its own lockfile entry: the client's side to none)."""
+    if fleet is not None:
+        return fleet.upstreams(checks, lambda text: redactor.redact_text(text)[0]), checks._replace(
+            lock=None, lock_server=None
+        )
+    if bridge is not None:
+        from .bridge import bridged
+
+        return bridged(new_upstream, checks, bridge), checks
+    return new_upstream, checks
+
+
+def _fleet(
+    config: GatewayConfig, servers_path: Path | None, one_given: bool, bridge: str | None, environ: Mapping[str, str]
+) -> Fleet | None:
+    """The servers of an aggregate (``--servers``, the configuration's ``servers``), or ``None``: one upstream."""
+    fleet = Fleet.read(config, servers_path, environ)
+    if fleet is not None and one_given:
+        raise SetupError("give servers (--servers FILE or the config's servers table) or one upstream, not both")
+    if fleet is not None and bridge is not None:
+        raise SetupError("--bridge is for one upstream: give a server that needs the bridge `bridge = VERSION`")
+    return fleet
+
+
+def _secrets(credentials: UpstreamHeaders, login: UpstreamLogin | None, fleet: Fleet | None) -> tuple[str, ...]:
+    """What no output may show: the configured headers' values (an aggregate's servers' too), the
+    login's client secret."""
     secret = None if login is None else login.settings.client_secret
-    return (*credentials.secrets, *([secret] if secret else []))
+    return (*credentials.secrets, *([secret] if secret else []), *(() if fleet is None else fleet.secrets))
 
 
 def _credentials(

@@ -101,6 +101,7 @@ def render_html(document: Mapping[str, Any], digest: Mapping[str, Any] | None, *
         _latency(digest),
         _policy(document, digest),
         _versions(document, digest),
+        _servers(document),
         _sessions(document),
         "<footer>Made by mcp-server on "
         f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. Secrets are redacted as in the logs.</footer>",
@@ -410,12 +411,38 @@ def _versions(document: Mapping[str, Any], digest: Mapping[str, Any] | None) -> 
     )
 
 
+def _servers(document: Mapping[str, Any]) -> str:
+    """An aggregate's page: a section per server, so a team sees which server breaks which rule."""
+    blocks = []
+    for entry in document.get("servers", []):
+        server = entry.get("name")
+        violations = entry.get("violations", {})
+        by_party = entry.get("violations_by_party", {})
+        rows = "".join(
+            f'<tr data-rule="{_e(rule)}"><td class="rule">{_e(rule)}</td><td class="n">{count}</td>'
+            f"<td>{_listing(by_party.get(rule, {}))}</td></tr>"
+            for rule, count in sorted(violations.items(), key=lambda item: (-item[1], item[0]))
+        )
+        table = (
+            f"<table><tr><th>rule</th><th class='n'>violations</th><th>party</th></tr>{rows}</table>"
+            if rows
+            else '<p class="muted">No violation.</p>'
+        )
+        blocks.append(
+            f'<section data-server="{_e(server)}"><h2>Server <code>{_e(server)}</code></h2>'
+            f'<p class="sub">protocol {_e(", ".join(entry.get("protocol_versions", [])) or None)} · '
+            f"{len(entry.get('sessions', []))} session(s) · {_e(entry.get('frames'))} frames · "
+            f'<span data-total="violations">{sum(violations.values())}</span> violations</p>{table}</section>'
+        )
+    return "".join(blocks)
+
+
 def _sessions(document: Mapping[str, Any]) -> str:
     sessions = document.get("sessions", [])
     if not sessions and not document.get("unanswered"):
         return ""
     rows = "".join(
-        f"<tr><td><code>{_e(s.get('id'))}</code></td><td>{_e(s.get('transport'))}</td>"
+        f"<tr><td><code>{_e(s.get('id'))}</code></td><td>{_e(s.get('server'))}</td><td>{_e(s.get('transport'))}</td>"
         f"<td>{_e(s.get('protocol_version'))}</td><td class='n'>{_total(s.get('frames', {}))}</td>"
         f"<td class='n'>{sum(s.get('violations', {}).values())}</td>"
         f"<td>{_e(', '.join(f'{k}={v}' for k, v in s.get('unanswered', {}).items()))}</td></tr>"
@@ -433,6 +460,6 @@ def _sessions(document: Mapping[str, Any]) -> str:
         else ""
     )
     return (
-        "<section><h2>Sessions</h2><table><tr><th>session</th><th>transport</th><th>version</th>"
+        "<section><h2>Sessions</h2><table><tr><th>session</th><th>server</th><th>transport</th><th>version</th>"
         f"<th class='n'>frames</th><th class='n'>violations</th><th>unanswered</th></tr>{rows}</table>{ended}</section>"
     )

@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -114,11 +114,12 @@ class ReportError(Exception):
 class _SessionCounts:
     """One session's share of the report."""
 
-    __slots__ = ("by_party", "frames", "protocol_version", "session", "transport", "unanswered")
+    __slots__ = ("by_party", "frames", "protocol_version", "server", "session", "transport", "unanswered")
 
-    def __init__(self, session: Session, transport: str) -> None:
+    def __init__(self, session: Session, transport: str, server: str | None = None) -> None:
         self.session = session  # named by its id when the report is written (HTTP issues it late)
         self.transport = transport
+        self.server = server  # an aggregate's member: the server's name
         self.protocol_version: str | None = None
         self.frames: Counter[tuple[str, str]] = Counter()
         self.by_party: Counter[tuple[str, str]] = Counter()  # (rule, party)
@@ -126,8 +127,10 @@ class _SessionCounts:
 
     def to_document(self) -> dict[str, Any]:
         by_party = nested(self.by_party)
+        server = {} if self.server is None else {"server": self.server}
         return {
             "id": self.session.id,
+            **server,
             "transport": self.transport,
             "protocol_version": self.protocol_version,
             "frames": nested(self.frames),
@@ -159,9 +162,10 @@ class ConformanceReport:
         self.unanswered: list[dict[str, Any]] = []
         self.unanswered_by_reason: Counter[str] = Counter()
 
-    def open_session(self, session: Session, transport: str) -> None:
-        """A session of the gateway begins: it gets an entry of its own."""
-        self.sessions[id(session)] = _SessionCounts(session, transport)
+    def open_session(self, session: Session, transport: str, server: str | None = None) -> None:
+        """A session of the gateway begins: it gets an entry of its own (``server``: the member of an
+        aggregate it is a session with, for the report's section per server)."""
+        self.sessions[id(session)] = _SessionCounts(session, transport, server)
 
     def _of(self, session: Session | None) -> _SessionCounts | None:
         return None if session is None else self.sessions.get(id(session))
@@ -303,6 +307,7 @@ class ConformanceReport:
             "violations_by_party": nested(self.by_party),
             "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
             "sessions": [counts.to_document() for counts in self.sessions.values()],
+            **_servers(self.sessions.values()),
             "unanswered": list(self.unanswered),
             "unanswered_by_reason": dict(sorted(self.unanswered_by_reason.items())),
             "schemas": [dict(entry) for entry in schema_provenance()],  # the bytes the verdicts came from
@@ -319,6 +324,30 @@ class ConformanceReport:
             document["event_log"] = os.path.relpath(self.events.path, folder)
         write_atomic(path, jsonio.dumps_pretty(document), mode=PRIVATE)  # it quotes the traffic
         return path
+
+
+def _servers(sessions: Iterable[_SessionCounts]) -> dict[str, Any]:
+    """An aggregate's report: per server (in the order they first opened a session: a list, as the
+    report is written with sorted keys), its sessions,
+    the versions they spoke, their frames and violations with the party at fault (``{}``: no aggregate)."""
+    servers: dict[str, dict[str, Any]] = {}
+    for counts in sessions:
+        if counts.server is None:
+            continue
+        entry = servers.setdefault(
+            counts.server, {"sessions": [], "protocol_versions": [], "frames": 0, "by_party": Counter()}
+        )
+        entry["sessions"].append(counts.session.id)
+        if counts.protocol_version is not None and counts.protocol_version not in entry["protocol_versions"]:
+            entry["protocol_versions"].append(counts.protocol_version)
+        entry["frames"] += sum(counts.frames.values())
+        entry["by_party"].update(counts.by_party)
+    listed = []
+    for name, entry in servers.items():
+        by_party = nested(entry.pop("by_party"))
+        entry["violations"] = {rule: sum(parties.values()) for rule, parties in by_party.items()}
+        listed.append({"name": name, **entry, "violations_by_party": by_party})
+    return {"servers": listed} if listed else {}
 
 
 def render_table(document: Mapping[str, Any]) -> str:
@@ -345,6 +374,13 @@ def render_table(document: Mapping[str, Any]) -> str:
             paths = ", ".join(str(e.get("path")) for e in example.get("errors", [])[:3] if isinstance(e, Mapping))
             lines.append(f"    e.g. {example.get('direction')} id={example.get('id')} {paths}".rstrip())
     lines += _session_lines(document)
+    for entry in document.get("servers", []):
+        rules = ", ".join(f"{rule}={count}" for rule, count in entry.get("violations", {}).items())
+        versions = ", ".join(entry.get("protocol_versions", [])) or "none"
+        lines.append(
+            f"  server {entry.get('name')}: {len(entry.get('sessions', []))} session(s), protocol {versions}, frames"
+            f" {entry.get('frames')}; violations: {rules or 'none'}"
+        )
     return "\n".join(lines) + "\n"
 
 

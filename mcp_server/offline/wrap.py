@@ -17,11 +17,10 @@ from typing import Any
 from ..core import jsonio
 from ..core.files import write_atomic
 from ..core.settings import SetupError
+from ..registry.client_config import SERVER_KEYS, client_servers, server_entry
 
 __all__ = ["add_wrap_arguments", "gateway_command", "run_wrap", "runs_dir", "wrap_servers"]
 
-# Where clients keep their servers: Claude Desktop and Cursor under ``mcpServers``, VS Code under ``servers``.
-SERVER_KEYS = ("mcpServers", "servers")
 BACKUP_SUFFIX = ".bak"
 
 
@@ -115,45 +114,27 @@ def _behind_url(name: str, entry: Mapping[str, Any], gateway: str, url: str) -> 
 def _wrap_entry(name: str, entry: Any, gateway: str, runs: str) -> tuple[dict[str, Any] | None, str]:
     """The server ``name``'s entry behind the gateway (its log under ``runs``), or ``None`` and why
     it stays as it is."""
-    if not isinstance(entry, Mapping):
-        raise SetupError(f"server {name!r} is not a JSON object")
-    if _wrapped(entry):
+    if isinstance(entry, Mapping) and _wrapped(entry):
         return None, "already behind the gateway"
-    command, url = entry.get("command"), entry.get("url")
-    if isinstance(command, str) and command:
-        args = entry.get("args", [])
-        if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
-            raise SetupError(f"server {name!r}: args must be a list of strings")
-        wrapped = {**entry, "command": gateway, "args": ["gateway", "--", command, *args]}
+    read = server_entry(name, entry)
+    if read.command is not None:
+        wrapped = {**entry, "command": gateway, "args": ["gateway", "--", read.command, *read.args]}
         return _with_runs(wrapped, name, runs), "wrapped"
-    if isinstance(url, str) and url:
-        if entry.get("type") == "sse":
-            return None, "left alone: a legacy SSE server (the gateway speaks Streamable HTTP)"
-        if not url.startswith(("http://", "https://")):
-            raise SetupError(f"server {name!r}: url must be http(s), got {url!r}")
-        return _with_runs(_behind_url(name, entry, gateway, url), name, runs), "wrapped"
-    raise SetupError(f"server {name!r} has neither a command nor a url")
+    assert read.url is not None
+    if read.kind == "sse":
+        return None, "left alone: a legacy SSE server (the gateway speaks Streamable HTTP)"
+    return _with_runs(_behind_url(name, entry, gateway, read.url), name, runs), "wrapped"
 
 
 def wrap_servers(document: Any, gateway: str, runs: str) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     """Every server of a client configuration behind ``gateway`` (its log under ``runs``): the new
     document, and each server's name with what became of it. An unknown shape is a ``SetupError``."""
-    if not isinstance(document, Mapping):
-        raise SetupError("the configuration is not a JSON object")
-    if any(key in document and not isinstance(document[key], Mapping) for key in SERVER_KEYS):
-        raise SetupError(f"{' or '.join(SERVER_KEYS)} must be a JSON object of servers")
-    found = [key for key in SERVER_KEYS if key in document]
-    if not found:
-        raise SetupError(f"no {' or '.join(repr(key) for key in SERVER_KEYS)} object: not an MCP client configuration")
-    rewritten, outcomes = dict(document), []
-    for key in found:
-        servers = dict(document[key])
-        for name, entry in document[key].items():
-            wrapped, outcome = _wrap_entry(name, entry, gateway, runs)
-            if wrapped is not None:
-                servers[name] = wrapped
-            outcomes.append((name, outcome))
-        rewritten[key] = servers
+    rewritten, outcomes = dict(document) if isinstance(document, Mapping) else {}, []
+    for key, name, entry in client_servers(document):
+        wrapped, outcome = _wrap_entry(name, entry, gateway, runs)
+        if wrapped is not None:
+            rewritten[key] = {**rewritten[key], name: wrapped}
+        outcomes.append((name, outcome))
     return rewritten, outcomes
 
 

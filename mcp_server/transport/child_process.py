@@ -12,7 +12,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.settings import SetupError
@@ -66,8 +66,10 @@ class ChildProcess:
         max_frame_bytes: int,
         grace_seconds: float = 2.0,
         redact: Callable[[str], str] = lambda line: line,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.redact = redact
+        self.env = None if not env else {**os.environ, **env}  # a client's ``env``: added to ours
         if not command:
             raise SetupError("gateway needs an upstream: `-- <command ...>` or --upstream URL")
         self.command = list(command)
@@ -91,6 +93,7 @@ class ChildProcess:
                 stderr=asyncio.subprocess.PIPE,
                 limit=_CHUNK,
                 preexec_fn=_dies_with(os.getpid()),
+                env=self.env,
             )
         except OSError as exc:
             os.close(read_end)

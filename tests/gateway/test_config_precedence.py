@@ -73,6 +73,8 @@ def test_every_key_of_the_configuration_file_is_read(tmp_path: Path, registry: S
         "request_timeout_seconds": 4.5,
         "headers": {"X-Api-Key": "${API_KEY}"},
         "oauth": {"client_id": "gateway"},
+        "servers": {"a": {"command": "x"}},
+        "aggregate": {"page_size": 7},
     }
     assert set(values) == set(schema["properties"]), "a new key needs its line here"
     default = load(tmp_path, registry, None)

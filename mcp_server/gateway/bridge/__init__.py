@@ -16,16 +16,19 @@ from ..session import Checks
 __all__ = ["bridged"]
 
 
-def bridged(new_upstream: Callable[[], Connection], checks: Checks, version: str) -> Callable[[], Connection]:
+def bridged(
+    new_upstream: Callable[[], Connection], checks: Checks, version: str, *, server: str | None = None
+) -> Callable[[], Connection]:
     """How each session's upstream is made when the upstream speaks only ``version``: wrapped in the
-    bridge that carries the other era's clients to it. An unknown version is a ``SetupError``."""
+    bridge that carries the other era's clients to it (``server``: an aggregate's, whose report section
+    the upstream's side is counted in). An unknown version is a ``SetupError``."""
     registry = checks.registry
     if version not in registry.versions:
         raise SetupError(f"--bridge: unknown protocol version {version!r} (known: {', '.join(registry.versions)})")
     if version in registry.stateless_versions:
         from .to_stateless import StatelessUpstream
 
-        return lambda: StatelessUpstream(new_upstream(), checks, version)
+        return lambda: StatelessUpstream(new_upstream(), checks, version, server=server)
     from .to_stateful import StatefulUpstreams
 
     return lambda: StatefulUpstreams(new_upstream, checks, version)

@@ -97,9 +97,10 @@ class _Call:
 class StatelessUpstream:
     """The gateway session's upstream: handshake-era clients translated to the stateless ``version``."""
 
-    def __init__(self, inner: Connection, checks: Checks, version: str) -> None:
+    def __init__(self, inner: Connection, checks: Checks, version: str, *, server: str | None = None) -> None:
         self.name = inner.name
         self._inner, self._checks, self._version = inner, checks, version
+        self._server = server  # an aggregate's server: its report section
         self._registry = checks.registry
         self._passthrough: bool | None = None  # decided by the client's first frame
         self._decided = asyncio.Event()
@@ -182,7 +183,8 @@ class StatelessUpstream:
         )
         self._passthrough = stated is not None
         if not self._passthrough:
-            self._side = UpstreamSide(self._checks, self._inner.name)
+            self._side = UpstreamSide(self._checks, self._inner.name, server=self._server)
+            self._checks.report.negotiated(self._side.session, self._version)  # no handshake says it there
         self._decided.set()
 
     async def _request(self, about: Message) -> None:

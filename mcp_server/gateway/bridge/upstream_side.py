@@ -22,8 +22,10 @@ from ...core.types import (
     Frame,
     Message,
 )
+from ...registry.lockfile import LockCheck
 from ...registry.tools import UpstreamTools
 from ...registry.versions import stateless_version
+from ..config import GatewayConfig
 from ..session import Checks
 from ..verdicts import Action, Verdicts
 
@@ -45,18 +47,32 @@ def not_bridgeable(feature: str) -> Rejection:
 
 
 class UpstreamSide:
-    """What crosses between a bridge and its upstream, checked at the upstream's version."""
+    """What crosses between a bridge (or an aggregate) and its upstream, checked at the upstream's
+    version. An aggregate's member side (``server``) also checks each call against its server's own
+    tool schemas (``tool_schemas``), holds its listing to the lockfile (``lock``) and has the modes
+    of its own tools (``config``)."""
 
-    def __init__(self, checks: Checks, label: str) -> None:
+    def __init__(
+        self,
+        checks: Checks,
+        label: str,
+        *,
+        server: str | None = None,
+        lock: LockCheck | None = None,
+        config: GatewayConfig | None = None,
+        tool_schemas: bool = False,
+    ) -> None:
         registry = checks.registry
         self.session = Session()
         self._registry = registry
         self.transport = f"upstream ({label})"
-        self.verdicts = Verdicts(checks.config, checks.report, registry)
+        self.verdicts = Verdicts(config or checks.config, checks.report, registry, lock)
         self._tools = UpstreamTools(registry)
-        self._sending = build_chain(registry, CLIENT_TO_SERVER, max_frame_bytes=checks.max_frame_bytes)
-        self._hearing = build_chain(registry, SERVER_TO_CLIENT, max_frame_bytes=checks.max_server_frame_bytes)
-        checks.report.open_session(self.session, self.transport)
+        tools = self._tools if tool_schemas else None
+        self._sending = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=checks.max_frame_bytes)
+        limit = checks.max_server_frame_bytes
+        self._hearing = build_chain(registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=limit)
+        checks.report.open_session(self.session, self.transport, server=server)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
         """A frame the bridge made for the upstream: its bytes, and the message it was checked as (a
@@ -72,12 +88,23 @@ class UpstreamSide:
                 raise
             message = rejection.message
         else:
+            self.verdicts.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
             self.session.answered(CLIENT_TO_SERVER, message)
         self.verdicts.learn(frame, message, self._tools)
         if message.kind is REQUEST and message.id is not None and message.method is not None:
             stated = stateless_version(message.params, self._registry) if self.session.version is None else None
             self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         return raw, message
+
+    def relayed(self, document: Mapping[str, Any], read: Message) -> tuple[bytes, Message]:
+        """A client's request an aggregate relays at the version it was checked at already (this
+        side's too), changed only in its id, name and progress token, which it makes valid: counted
+        and expected, not checked again (the same schemas would say the same)."""
+        message = read._replace(id=document["id"], params=document.get("params"), document=document)
+        self.verdicts.report.frame(CLIENT_TO_SERVER, message.method, REQUEST, self.session)
+        assert message.id is not None and message.method is not None
+        self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool)
+        return jsonio.dumps(document), message
 
     def heard(self, raw: bytes, size: int | None = None) -> Message | Rejection:
         """A frame of the upstream's, checked at its version: its message (a reply settles its
@@ -91,8 +118,11 @@ class UpstreamSide:
                 return rejection
             message = rejection.message
         else:
+            self.verdicts.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
             self.session.answered(SERVER_TO_CLIENT, message)
-        self.verdicts.learn(frame, message, self._tools)
+        learnt = self.verdicts.learn(frame, message, self._tools)
+        if learnt is not frame:  # a listing with tools left out (invalid, or not as locked)
+            message = message._replace(document=jsonio.loads(learnt.raw))
         if message.id is None:
             return message
         if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:

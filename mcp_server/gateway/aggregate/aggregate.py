@@ -1,0 +1,569 @@
+"""The gateway session's upstream when it fronts many servers: one ``Connection`` that speaks to the
+client as one server (at the client's version: the gateway session checks that side, as ever) and
+holds a session of its own with each server (at the server's version, checked as itself: ``Member``).
+
+Client requests are routed by exposed name or URI to the server that owns them, under an id (and
+progress token) of that server's own; the server's replies come back under the client's. What a
+server asks or tells the client carries its origin (``_meta`` key ``ORIGIN_META``, and ids of its
+own). Lists are answered from the merged lists; ``initialize``, ``ping`` and ``logging/setLevel``
+by the aggregate for all. No I/O of its own but the servers' connections, through ``keeper``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+from ... import __version__
+from ...chain.tool_lock import lock_refusal, locked_out
+from ...core import jsonio
+from ...core.errors import CanonicalError, Rejection
+from ...core.replies import error_reply
+from ...core.types import (
+    CLIENT_TO_SERVER,
+    ERROR_RESPONSE,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    SERVER_TO_CLIENT,
+    Message,
+    RequestId,
+)
+from ...transport.outbox import Outbox
+from ..ending import end_pending
+from ..session import Checks
+from ..verdicts import Action, stand_in_answer
+from .capabilities import union
+from .keeper import fetch_lists, keep
+from .lists import KINDS, LIST_CHANGED, Hidden, Merged, Source, page
+from .member import Call, Hello, Member, State
+from .names import expose
+from .servers import AggregateOptions
+
+__all__ = ["ORIGIN_META", "SERVER_NAME", "Aggregate"]
+
+log = logging.getLogger("mcp_server.gateway")
+
+ORIGIN_META = "mcp-server.gateway/server"  # the server a request or notification to the client came from
+SERVER_NAME = "mcp-server-aggregate"
+_CHANGED_LIST = {method: capability for capability, method in LIST_CHANGED.items()}
+_NO_COMPLETION: Mapping[str, Any] = {"completion": {"values": []}}
+_BEFORE_INITIALIZED = frozenset({"initialize", "ping"})  # the requests a client may send before ``initialized``
+
+
+def _unavailable(member: Member) -> Rejection:
+    return Rejection(
+        CanonicalError.UPSTREAM_UNAVAILABLE,
+        [{"path": "", "msg": "server_unavailable", "server": member.name}],
+        extra={"server": member.name},
+    )
+
+
+def _unknown(error: CanonicalError, path: str, msg: str) -> Rejection:
+    return Rejection(error, [{"path": path, "msg": msg}])
+
+
+class Aggregate:
+    """Many servers as one upstream (see the module's docstring)."""
+
+    def __init__(
+        self, members: Sequence[Member], options: AggregateOptions, checks: Checks, name: str, *, reports: bool = True
+    ) -> None:
+        """``reports``: what the merged lists leave out is reported (start-up's look says it otherwise)."""
+        self.name = name
+        self._reports = reports
+        self._members = list(members)
+        self._options, self._checks, self.registry = options, checks, checks.registry
+        self._out = Outbox()
+        self._hello: Hello | None = None  # the client's initialize, once it came
+        self._greeting = asyncio.Event()
+        self._settled = [asyncio.Event() for _ in self._members]
+        self._merged = Merged([], options.separator, options.max_name_length)
+        self._ever: dict[tuple[str, str], int] = {}  # (list, exposed name) → the server it ever came from
+        self._reported: set[Hidden] = set()
+        self._by_client: dict[RequestId, tuple[Member, RequestId]] = {}
+        self._tokens: dict[tuple[int, str], Any] = {}  # (server, token sent) → the client's progress token
+        self._asks: dict[str, tuple[Member, RequestId]] = {}  # id the client sees → (server, its own id)
+        self._numbers = itertools.count(1)
+        self._announced: Mapping[str, Any] = {}
+        self._early: list[bytes] | None = []  # what servers send before the client's ``initialized``
+        self._level: str | None = None
+        self._subscriptions: dict[str, int] = {}  # URI → its server
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handlers: Mapping[str, Callable[[Message, dict[str, Any]], None]] = {
+            "initialize": self._greet,
+            "ping": lambda about, params: self._answer(about, {}),
+            "logging/setLevel": self._set_level,
+            "tools/call": self._call_tool,
+            "prompts/get": self._get_prompt,
+            "resources/read": self._by_uri,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._by_uri,
+            "completion/complete": self._complete,
+            **{method: self._list for method in KINDS},
+        }
+
+    # -- the Connection --------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        for member in self._members:
+            self._spawn(keep(member, self, self._options))
+
+    async def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
+        while (raw := await self._out.get()) is not None:
+            yield raw, None
+
+    async def send(self, raw: bytes, about: Message | None = None) -> None:
+        """A client frame: answered here, or routed to the server it is for."""
+        document = about.document if about is not None else None
+        if document is None:  # a frame observe mode passed on, or the era bridge's answer for its client
+            try:
+                document = jsonio.loads(raw)
+            except jsonio.JSONSyntaxError:
+                return  # not JSON: nothing to route
+        if not isinstance(document, Mapping):
+            return
+        if about is None:
+            about = _read(document)
+        params = document.get("params")
+        params = dict(params) if isinstance(params, Mapping) else {}
+        if about.kind is REQUEST:
+            self._request(about, params)
+        elif about.kind is NOTIFICATION:
+            self._notification(about, params)
+        else:
+            self._client_answer(about, document)
+
+    async def close(self) -> int | None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*(member.stop() for member in self._members), return_exceptions=True)
+        self._out.put_nowait(None)
+        return 0
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- client → servers --------------------------------------------------------------------------
+
+    def _request(self, about: Message, params: dict[str, Any]) -> None:
+        if self._early is not None and about.method not in _BEFORE_INITIALIZED:
+            self._initialized()  # a client that did not say ``initialized`` is past it all the same
+        handler = self._handlers.get(about.method or "")
+        try:
+            if handler is None:
+                raise _unknown(CanonicalError.METHOD_NOT_FOUND, "/method", "not_offered_by_the_aggregate")
+            handler(about, params)
+        except Rejection as refusal:
+            assert about.id is not None
+            self._put_reply(stand_in_answer(self.registry, refusal, about.id, about.method, about.version))
+
+    def _answer(self, about: Message, result: Mapping[str, Any]) -> None:
+        self._put({"jsonrpc": "2.0", "id": about.id, "result": result})
+
+    def _relay(self, member: Member, about: Message, params: dict[str, Any], tool: str | None = None) -> None:
+        """A client request to ``member``, under an id (and progress token) of its own, checked at
+        its version (and against the lockfile, for a call); its reply is the client's."""
+        side = member.side
+        if member.state is not State.UP or side is None:
+            raise _unavailable(member)
+        assert about.id is not None and about.method is not None
+        member_id = next(member.ids)
+        call = Call(about.id, about.method, about.version, tool)
+        lock = side.verdicts.lock
+        if lock is not None and locked_out(lock, REQUEST, about.method, tool):
+            locked = lock_refusal(Message(REQUEST, member_id, about.method, params, tool=tool))
+            if side.verdicts.judge(side.frame(CLIENT_TO_SERVER), locked) is Action.ENFORCED:
+                raise locked
+        document = {
+            "jsonrpc": "2.0",
+            "id": member_id,
+            "method": about.method,
+            "params": self._token_out(member, params, call),
+        }
+        if about.version is not None and about.version == side.session.version and about.kind is REQUEST:
+            raw, sent = side.relayed(document, about._replace(tool=tool))  # checked at this version already
+        else:
+            raw, sent = side.sending(document)
+        member.calls[member_id] = call
+        self._by_client[about.id] = (member, member_id)
+        if not member.post(raw, sent):
+            self._forget(member, member_id)
+            raise _unavailable(member)
+
+    def _token_out(self, member: Member, params: dict[str, Any], call: Call) -> dict[str, Any]:
+        """The client's progress token, as a token of the server's own (it reports under it)."""
+        meta = params.get("_meta")
+        if not isinstance(meta, Mapping) or meta.get("progressToken") is None:
+            return params
+        sent = f"progress-{next(self._numbers)}"
+        call.token, call.sent_token = meta["progressToken"], sent
+        self._tokens[(member.index, sent)] = call.token
+        return {**params, "_meta": {**meta, "progressToken": sent}}
+
+    def _forget(self, member: Member, member_id: RequestId) -> Call | None:
+        call = member.calls.pop(member_id, None)
+        if call is not None:
+            self._by_client.pop(call.client_id, None)
+            if call.sent_token is not None:
+                self._tokens.pop((member.index, call.sent_token), None)
+        return call
+
+    def _owner(self, key: str, name: Any) -> tuple[Member, str]:
+        """The server of an exposed tool or prompt name, and its own name for it."""
+        found = self._merged.named[key].get(name) if isinstance(name, str) else None
+        if found is not None:
+            return self._members[found[0]], found[1]
+        was = self._ever.get((key, name)) if isinstance(name, str) else None
+        if was is None and isinstance(name, str):  # a name of a server not up yet, by its prefix
+            starts = ((m.index, expose(m.spec.prefix, self._options.separator, "")) for m in self._members)
+            was = next((index for index, start in starts if start and name.startswith(start)), None)
+        if was is not None and self._members[was].state is not State.UP:  # down, or (again) starting
+            raise _unavailable(self._members[was])
+        if key == "tools":
+            raise _unknown(CanonicalError.TOOL_NOT_FOUND, "/params/name", "unknown_tool")
+        raise _unknown(CanonicalError.INVALID_PARAMS, "/params/name", "unknown_prompt")
+
+    def _call_tool(self, about: Message, params: dict[str, Any]) -> None:
+        member, own = self._owner("tools", params.get("name"))
+        self._relay(member, about, {**params, "name": own}, own)
+
+    def _get_prompt(self, about: Message, params: dict[str, Any]) -> None:
+        member, own = self._owner("prompts", params.get("name"))
+        self._relay(member, about, {**params, "name": own})
+
+    def _uri_owner(self, uri: Any) -> Member:
+        index = self._merged.owner_of_uri(uri) if isinstance(uri, str) else None
+        if index is None:
+            raise _unknown(CanonicalError.RESOURCE_NOT_FOUND, "/params/uri", "unknown_resource")
+        return self._members[index]
+
+    def _by_uri(self, about: Message, params: dict[str, Any]) -> None:
+        member = self._uri_owner(params.get("uri"))
+        if about.method == "resources/unsubscribe":
+            self._subscriptions.pop(str(params.get("uri")), None)
+        self._relay(member, about, params)
+
+    def _subscribe(self, about: Message, params: dict[str, Any]) -> None:
+        member = self._uri_owner(params.get("uri"))
+        resources = member.capabilities.get("resources")
+        if not isinstance(resources, Mapping) or resources.get("subscribe") is not True:
+            error = CanonicalError.METHOD_NOT_FOUND
+            raise Rejection(error, [{"path": "/params/uri", "msg": "not_subscribable", "server": member.name}])
+        self._relay(member, about, params)
+        self._subscriptions[str(params.get("uri"))] = member.index
+
+    def _complete(self, about: Message, params: dict[str, Any]) -> None:
+        ref = params.get("ref")
+        ref = ref if isinstance(ref, Mapping) else {}
+        if ref.get("type") == "ref/prompt":
+            member, own = self._owner("prompts", ref.get("name"))
+            params = {**params, "ref": {**ref, "name": own}}
+        else:
+            member = self._uri_owner(ref.get("uri"))
+        if not isinstance(member.capabilities.get("completions"), Mapping):
+            self._answer(about, _NO_COMPLETION)  # no suggestions: what a server without completions has
+            return
+        self._relay(member, about, params)
+
+    def _list(self, about: Message, params: dict[str, Any]) -> None:
+        key = KINDS[str(about.method)][0]
+        items, cursor = page(self._merged.items[key], params.get("cursor"), self._options.page_size)
+        self._answer(about, {key: items, **({} if cursor is None else {"nextCursor": cursor})})
+
+    def _set_level(self, about: Message, params: dict[str, Any]) -> None:
+        """``logging/setLevel`` for every server that logs (and again for each that restarts)."""
+        self._level = str(params.get("level"))
+        self._spawn(self._each("logging/setLevel", {"level": self._level}, "logging", about))
+
+    async def _each(self, method: str, params: Mapping[str, Any], capability: str, about: Message) -> None:
+        """``method`` asked of every server up that has ``capability``; the client answered once all did."""
+        asked = [
+            member.ask(method, params, self._options.answer_seconds)
+            for member in self._members
+            if member.state is State.UP and isinstance(member.capabilities.get(capability), Mapping)
+        ]
+        for outcome in await asyncio.gather(*asked, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                log.warning("aggregate: %s: %s", method, outcome)
+        self._answer(about, {})
+
+    def _greet(self, about: Message, params: dict[str, Any]) -> None:
+        self._spawn(self._greeted(about, params))
+
+    async def _greeted(self, about: Message, params: dict[str, Any]) -> None:
+        """The client's ``initialize``: each server is initialized with it; answered once every
+        server is up or has failed once, or after ``start_seconds`` (the slower ones join later,
+        announced by ``list_changed``)."""
+        requested = params.get("protocolVersion")
+        version = requested if requested in self.registry.handshake_versions else self.registry.latest_handshake
+        capabilities, info = params.get("capabilities"), params.get("clientInfo")
+        self.welcome(
+            Hello(
+                version,
+                capabilities if isinstance(capabilities, Mapping) else {},
+                info if isinstance(info, Mapping) else {"name": "unnamed", "version": "0"},
+            )
+        )
+        await self.settled(self._options.start_seconds)
+        self._announced = union((member.capabilities for member in self._members), self.registry, version)
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self._announced,
+            "serverInfo": {"name": SERVER_NAME, "version": __version__},
+        }
+        told = [
+            f"{member.name}: {member.result['instructions']}"
+            for member in self._members
+            if member.state is State.UP and isinstance(member.result.get("instructions"), str)
+        ]
+        if told:
+            result["instructions"] = "\n\n".join(told)
+        self._answer(about, result)
+
+    def welcome(self, hello: Hello) -> None:
+        """The client's ``initialize`` (the first one): the servers are initialized with it."""
+        if self._hello is None:
+            self._hello = hello
+            self._greeting.set()
+
+    async def greeted(self) -> Hello:
+        await self._greeting.wait()
+        assert self._hello is not None
+        return self._hello
+
+    async def settled(self, seconds: float) -> None:
+        """Until every server is up or has failed once, ``seconds`` at most."""
+        waits = [asyncio.ensure_future(settled.wait()) for settled in self._settled]
+        await asyncio.wait(waits, timeout=seconds)
+        for waiting in waits:
+            waiting.cancel()
+
+    def _notification(self, about: Message, params: dict[str, Any]) -> None:
+        method = about.method
+        if method == "notifications/initialized":
+            self._initialized()
+        elif method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            found = self._by_client.get(request_id) if isinstance(request_id, str | int) else None
+            if found is not None:
+                member, member_id = found
+                self._forget(member, member_id)
+                self._tell(member, method, {**params, "requestId": member_id})
+        elif method == "notifications/roots/list_changed":
+            for member in self._members:
+                self._tell(member, method, params or None)
+        else:
+            log.info("aggregate: a client notification %s goes to no server", method)
+
+    def _initialized(self) -> None:
+        """The client's ``initialized``: what the servers sent meanwhile goes to it now."""
+        early, self._early = self._early or [], None
+        for raw in early:
+            self._out.put_nowait(raw)
+
+    def _tell(self, member: Member, method: str, params: Mapping[str, Any] | None) -> None:
+        if member.state is State.UP:
+            with contextlib.suppress(Rejection):  # refused at its version (enforced): reported, not sent
+                member.notify(method, params)
+
+    def _client_answer(self, about: Message, document: Mapping[str, Any]) -> None:
+        """The client's answer to a server's request: to that server, under its own id."""
+        found = self._asks.pop(about.id, None) if isinstance(about.id, str) else None
+        if found is None:
+            log.warning("aggregate: a client reply to no server's request (id %r)", about.id)
+            return
+        member, member_id = found
+        if member.state is not State.UP or member.side is None:
+            return  # the server went down meanwhile
+        try:
+            raw = member.side.answering({**document, "id": member_id})
+        except Rejection as refusal:  # the client's answer refused at the server's version
+            raw = member.side.answering(dict(error_reply(refusal, member_id).document or {}))
+        member.post(raw, None)
+
+    # -- servers → client (the keeper's ``Owner``) --------------------------------------------------
+
+    async def heard(self, member: Member, raw: bytes, size: int | None) -> None:
+        side = member.side
+        assert side is not None
+        heard = side.heard(raw, size)
+        if isinstance(heard, Rejection):
+            self._refused(member, heard)
+        elif heard.kind is RESPONSE or heard.kind is ERROR_RESPONSE:
+            if member.own is None or not member.own.deliver(heard.id, heard.document or {}):
+                self._replied(member, heard)
+        elif heard.kind is REQUEST:
+            self._asked(member, heard)
+        else:
+            self._notified(member, heard)
+        await self._out.room()  # the client reads slower: the servers are read no faster
+
+    def _replied(self, member: Member, message: Message) -> None:
+        call = self._forget(member, message.id) if message.id is not None else None
+        if call is not None:  # else cancelled, or answered already in its place
+            self._put({**(message.document or {}), "id": call.client_id})
+
+    def _asked(self, member: Member, message: Message) -> None:
+        """A server's request to the client (sampling, elicitation, roots): under an id naming the
+        server, with its origin; ``ping`` is the aggregate's to answer."""
+        assert message.id is not None and member.side is not None
+        if message.method == "ping":
+            member.post(member.side.answering({"jsonrpc": "2.0", "id": message.id, "result": {}}), None)
+            return
+        client_id = f"{member.name}-{next(self._numbers)}"
+        self._asks[client_id] = (member, message.id)
+        params = self._origin(member, message.params)
+        self._put_event({**(message.document or {}), "id": client_id, "params": params})
+
+    def _notified(self, member: Member, message: Message) -> None:
+        method, params = message.method, dict(message.params or {})
+        if method == "notifications/progress":
+            sent = params.get("progressToken")
+            token = self._tokens.get((member.index, sent)) if isinstance(sent, str) else None
+            if token is None:
+                log.warning("aggregate: server %r reported progress for no call of its own", member.name)
+                return
+            params["progressToken"] = token
+        elif method in _CHANGED_LIST:
+            self._spawn(self._refresh(member, _CHANGED_LIST[method]))
+            return
+        elif method == "notifications/cancelled":
+            asked = next(
+                (key for key, (m, rid) in self._asks.items() if m is member and rid == params.get("requestId")), None
+            )
+            if asked is None:
+                return
+            del self._asks[asked]
+            params["requestId"] = asked
+        self._put_event({"jsonrpc": "2.0", "method": method, "params": self._origin(member, params)})
+
+    def _origin(self, member: Member, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        params = dict(params or {})
+        meta = params.get("_meta")
+        params["_meta"] = {**(meta if isinstance(meta, Mapping) else {}), ORIGIN_META: member.name}
+        return params
+
+    def _refused(self, member: Member, rejection: Rejection) -> None:
+        """A server's frame refused at its version (enforced): a request of its own is answered with
+        the error; a reply to a client's request, the client is answered in its place."""
+        message, side = rejection.message, member.side
+        if message is None or message.id is None or side is None:
+            return
+        if message.kind is REQUEST:
+            member.post(error_reply(rejection, message.id).to_bytes(), None)
+            return
+        call = self._forget(member, message.id)
+        if call is not None:
+            _, answer = side.verdicts.in_place(side.frame(SERVER_TO_CLIENT), rejection)
+            self._put({**(answer.document or {}), "id": call.client_id})
+
+    async def _refresh(self, member: Member, capability: str) -> None:
+        """A server's list changed: fetched again, then the client told (once its own list changed)."""
+        side = member.side
+        try:
+            fetched = await fetch_lists(member, self._options.answer_seconds, only=capability)
+        except Exception as failure:  # Failed (no answer), ConnectionError: its keeper sees it too
+            log.warning("aggregate: server %r: its %s could not be listed again: %s", member.name, capability, failure)
+            return
+        if fetched is not None and member.state is State.UP and member.side is side:
+            member.lists = {**member.lists, **fetched}
+            self._rebuild({capability})
+
+    def up(self, member: Member) -> None:
+        self._settled[member.index].set()
+        self._rebuild({capability for capability in LIST_CHANGED if _has(member, capability)})
+
+    def down(self, member: Member, reason: str) -> None:
+        """A server failed: the client's requests it was answering get ``UPSTREAM_UNAVAILABLE``, its
+        requests to the client are cancelled, its tools leave the lists (``list_changed``)."""
+        self._settled[member.index].set()
+        if member.side is not None:
+            end_pending(member.side.session, member.side.verdicts, "upstream_gone")  # the report's account
+        for member_id in list(member.calls):
+            call = self._forget(member, member_id)
+            assert call is not None
+            refusal = _unavailable(member)
+            self._put_reply(stand_in_answer(self.registry, refusal, call.client_id, call.method, call.version))
+        for client_id in [key for key, (owner, _) in self._asks.items() if owner is member]:
+            del self._asks[client_id]
+            cancel = {"requestId": client_id, "reason": f"server {member.name} is down: {reason}"}
+            self._put_event({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        had = {capability for capability in LIST_CHANGED if _has(member, capability)}
+        member.lists = {}
+        self._rebuild(had)
+
+    def resume(self, member: Member) -> list[tuple[str, Mapping[str, Any]]]:
+        asks: list[tuple[str, Mapping[str, Any]]] = []
+        if self._level is not None and isinstance(member.capabilities.get("logging"), Mapping):
+            asks.append(("logging/setLevel", {"level": self._level}))
+        asks += [
+            ("resources/subscribe", {"uri": uri}) for uri, index in self._subscriptions.items() if index == member.index
+        ]
+        return asks
+
+    def _rebuild(self, changed: set[str]) -> None:
+        """The merged lists made again from the servers up; what cannot be exposed is reported once;
+        the client told of each list that changed (after its ``initialized``)."""
+        sources = [Source(m.index, m.name, m.spec.prefix, m.lists) for m in self._members if m.state is State.UP]
+        self._merged = Merged(sources, self._options.separator, self._options.max_name_length)
+        for key, table in self._merged.named.items():
+            for exposed, (index, _) in table.items():
+                self._ever[(key, exposed)] = index
+        for hidden in self._merged.hidden if self._reports else ():
+            if hidden not in self._reported:
+                self._reported.add(hidden)
+                self._report_hidden(hidden)
+        if self._early is None:
+            for capability in sorted(changed):
+                if capability in self._announced:
+                    self._out.put_nowait(jsonio.dumps({"jsonrpc": "2.0", "method": LIST_CHANGED[capability]}))
+
+    def _report_hidden(self, hidden: Hidden) -> None:
+        member = self._members[hidden.place]
+        log.warning("aggregate: server %r: %s %r left out (%s)", member.name, hidden.key, hidden.name, hidden.rule)
+        if member.side is not None and self._checks.config.rule_on(hidden.rule):
+            method = {"resourceTemplates": "resources/templates/list"}.get(hidden.key, f"{hidden.key}/list")
+            tool = hidden.name if hidden.key == "tools" else None
+            message = Message(RESPONSE, None, method, tool=tool)
+            errors = [{"path": "", "msg": hidden.rule, "name": hidden.name}]
+            member.side.verdicts.violation(hidden.rule, member.side.frame(SERVER_TO_CLIENT), message, errors, "hidden")
+
+    # -- to the client ------------------------------------------------------------------------------
+
+    def _put(self, document: Mapping[str, Any]) -> None:
+        self._out.put_nowait(jsonio.dumps(document))
+
+    def _put_reply(self, reply: Any) -> None:
+        self._out.put_nowait(reply.to_bytes())
+
+    def _put_event(self, document: Mapping[str, Any]) -> None:
+        """A server's request or notification: held until the client's ``initialized``."""
+        raw = jsonio.dumps(document)
+        if self._early is not None:
+            self._early.append(raw)
+        else:
+            self._out.put_nowait(raw)
+
+
+def _read(document: Mapping[str, Any]) -> Message:
+    """What a frame is by its shape (one that came without the chain's reading of it)."""
+    request_id, method = document.get("id"), document.get("method")
+    request_id = request_id if isinstance(request_id, str | int) else None
+    method = method if isinstance(method, str) else None
+    if method is not None:
+        kind = NOTIFICATION if "id" not in document else REQUEST
+    else:
+        kind = ERROR_RESPONSE if "error" in document else RESPONSE
+    params = document.get("params")
+    return Message(kind, request_id, method, params if isinstance(params, Mapping) else None, document=document)
+
+
+def _has(member: Member, capability: str) -> bool:
+    return any(member.lists.get(key) for key, owner in KINDS.values() if owner == capability)
