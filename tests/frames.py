@@ -74,7 +74,7 @@ def sound_frames(version: str) -> list[dict[str, Any]]:
     return frames
 
 
-def mutated(frame: dict[str, Any], change: str, value: Any) -> dict[str, Any]:
+def mutated_frame(frame: dict[str, Any], change: str, value: Any) -> dict[str, Any]:
     frame = copy.deepcopy(frame)
     if change == "id":
         frame["id"] = value
@@ -104,7 +104,7 @@ def frames_for(version: str) -> Any:
         st.tuples(st.just("method"), st.sampled_from([*methods, "no/such"])),
         st.tuples(st.just("jsonrpc"), st.sampled_from(["1.0", 2])),
     )
-    mutated = st.builds(lambda frame, change: mutated(frame, *change), sound, changes)
+    mutated = st.builds(lambda frame, change: mutated_frame(frame, *change), sound, changes)
     arbitrary = st.fixed_dictionaries(
         {"method": st.sampled_from([*methods, "no/such"]) | st.integers(0, 3)},
         optional={"jsonrpc": st.just("2.0"), "id": st.integers(0, 9), "params": json_values},

@@ -108,21 +108,23 @@ def started_gateway(
     stdin: int = subprocess.DEVNULL,
     stdout: int = subprocess.DEVNULL,
     stderr: int | Path = subprocess.PIPE,
+    cwd: Path | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``mcp-server gateway ARGUMENTS`` (``env``: variables of its own; its runs under ``tmp_path/runs``)
-    once it is ready: the process and the address its ready file names. ``stderr`` a pipe or a file.
-    On the way out it is stopped (SIGTERM, SIGKILL after a while) and its pipes closed. The one way
-    the tests start a gateway that listens."""
+    """``mcp-server gateway ARGUMENTS`` (``env``: variables of its own; its runs under ``tmp_path/runs``;
+    run in ``cwd``) once it is ready: the process and the address its ready file names. ``stderr`` a
+    pipe or a file (appended to). On the way out it is stopped (SIGTERM, SIGKILL after a while) and its
+    pipes closed. The one way the tests start a gateway that listens."""
     ready = tmp_path / f"gateway-{time.monotonic_ns()}.ready"
     variables = {"MCP_READY_FILE": str(ready), "MCP_RUNS_DIR": str(tmp_path / "runs"), **(env or {})}
     with contextlib.ExitStack() as files:
-        errors = stderr if isinstance(stderr, int) else files.enter_context(stderr.open("wb"))
+        errors = stderr if isinstance(stderr, int) else files.enter_context(stderr.open("ab"))
         process = subprocess.Popen(
             [sys.executable, "-m", "mcp_server", "gateway", *arguments],
             stdin=stdin,
             stdout=stdout,
             stderr=errors,
             env=server_env(tmp_path, **variables),
+            cwd=cwd,
         )
     try:
         deadline = time.monotonic() + WAIT

@@ -40,7 +40,7 @@ from ..frames import (
     definitions_of,
     frames_for,
     methods_in,
-    mutated,
+    mutated_frame,
     params,
     schema_of,
     sound_frames,
@@ -530,7 +530,7 @@ def request_method_for(result_response: str) -> str:
 
 
 @pytest.mark.parametrize("path", message_examples(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_spec_message_example_passes_as_a_message_and_failsmutated(path: Path) -> None:
+def test_every_spec_message_example_passes_as_a_message_and_fails_mutated(path: Path) -> None:
     """Issue: the spec's message examples, through the message functions (the chain's checks)."""
     name = path.parent.name
     message = jsonio.loads(path.read_bytes())
@@ -666,6 +666,6 @@ def test_the_property_sees_frames_the_chain_passes_and_frames_it_refuses(
     """Guard: the parity property above is not vacuous (both verdicts occur)."""
     for frame in sound_frames(version):
         assert chain_verdict(registry, version, jsonio.dumps(frame)) is None, frame
-    broken = mutated(sound_frames(version)[0], "param", 7)
+    broken = mutated_frame(sound_frames(version)[0], "param", 7)
     rejection = chain_verdict(registry, version, jsonio.dumps(broken))
     assert rejection is not None and rejection.error is CanonicalError.INVALID_PARAMS
