@@ -8,7 +8,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from mcp_server.core.types import Frame, Handler
 from mcp_server.registry.schemas import SchemaRegistry, violations
 from mcp_server.serve.app import build_server
 from mcp_server.serve.tools import ToolSet
+
+from .processes import exclusive
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """Every server the suite starts writes its event log under one folder of this run's own (each
     parallel worker's own)."""
     os.environ["MCP_RUNS_DIR"] = tempfile.mkdtemp(prefix="mcp-test-runs-")
+    # One folder for the run, its workers included (they inherit it): which tests run now.
+    os.environ.setdefault(_RUNNING, tempfile.mkdtemp(prefix="mcp-tests-running-"))
     config.stash[_CHECKED] = []
 
 
@@ -48,8 +53,35 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow tests first (the ``slow`` marker), in their order: parallel workers take them up at
-    the start, so no long test runs alone at the end while the other workers have finished."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    the start, so no long test runs alone at the end while the other workers have finished. The
+    tests that must run alone (``alone``) last, when the others are done."""
+    items.sort(key=lambda item: (item.get_closest_marker("alone") is not None, item.get_closest_marker("slow") is None))
+
+
+_RUNNING = "MCP_TESTS_RUNNING"
+_ALONE_WAIT = 900.0
+
+
+@pytest.fixture(autouse=True)
+def _alone_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``alone`` (it bounds wall-clock time: an exit within a second) runs with no
+    other test beside it: it waits until no other parallel worker runs one, and the ``alone`` tests
+    take their turns. Every other test says, by a file, that it runs."""
+    folder = Path(os.environ[_RUNNING])
+    mine = folder / f"{os.getpid()}.running"
+    if request.node.get_closest_marker("alone") is None:
+        mine.touch()
+        try:
+            yield
+        finally:
+            mine.unlink(missing_ok=True)
+        return
+    with exclusive(folder / "alone.lock"):
+        deadline = time.monotonic() + _ALONE_WAIT
+        while any(path != mine for path in folder.glob("*.running")):
+            assert time.monotonic() < deadline, "the other tests never finished"
+            time.sleep(0.05)
+        yield
 
 
 def _event_files(*roots: Path) -> list[Path]:

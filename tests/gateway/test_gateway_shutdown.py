@@ -149,6 +149,7 @@ def reports(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "runs" / "mcp_server" / "gateway").glob("*-report.json"))
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("kind", ["stdio", "http"])
 @pytest.mark.parametrize("front", ["stdio", "unix", "http"])
 def test_sigterm_writes_the_report_and_exits_within_a_second(tmp_path: Path, front: str, kind: str) -> None:
