@@ -123,6 +123,18 @@ class ChildProcess:
         self.process.stdin.write(raw + b"\n")
         await self.process.stdin.drain()  # a slow upstream slows the client down: bounded buffers
 
+    def write_now(self, raw: bytes) -> bool:
+        """``send`` without a turn of the event loop, when the pipe's buffer is below its high-water
+        mark (what ``drain`` would wait for); ``False``: nothing written, ``send`` it."""
+        stdin = None if self.process is None else self.process.stdin
+        if stdin is None or stdin.is_closing():
+            return False
+        transport = stdin.transport
+        if transport.get_write_buffer_size() >= transport.get_write_buffer_limits()[1]:
+            return False
+        stdin.write(raw + b"\n")
+        return True
+
     def frames(self) -> AsyncIterator[tuple[bytes, int | None]]:
         """The child's lines; the task that asks for them is the one that reads them (``close`` knows it)."""
         self._reader = asyncio.current_task()

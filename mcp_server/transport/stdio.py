@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import selectors
 import stat
 import threading
 from collections import deque
@@ -134,9 +135,19 @@ _background: set[asyncio.Task[object]] = set()
 
 
 def _pollable(fd: int) -> bool:
-    """A pipe, socket or character device: something the event loop can wait on."""
+    """A pipe, socket or terminal: something the event loop can wait on. Other character devices
+    (``/dev/null``, ``/dev/zero``) are refused by epoll, so they are asked, not assumed."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    if not stat.S_ISCHR(mode):
+        return False
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except OSError:
+            return False
+    return True
 
 
 def _reopen(fd: int, access: int) -> BinaryIO:

@@ -102,6 +102,20 @@ def test_exit_on_eof_answers_every_frame_in_order_and_stdout_is_only_json_rpc(tm
     assert all(reply["jsonrpc"] == "2.0" for reply in replies)
 
 
+@pytest.mark.parametrize("command", ["serve", "gateway"])
+def test_stdin_from_dev_null_is_an_end_of_input_not_a_traceback(tmp_path: Path, command: str) -> None:
+    """Bad input loses nothing and gets no traceback: ``/dev/null`` is a character device the event
+    loop cannot wait on (epoll refuses it); it is read as what it is, an empty input, and the
+    program exits 0 at once with nothing on stdout."""
+    upstream = ["--", *server_command()] if command == "gateway" else []
+    argv = [*server_command()[:-1], command, *upstream]
+    with open(os.devnull, "rb") as nothing:
+        done = subprocess.run(argv, stdin=nothing, capture_output=True, env=server_env(tmp_path), timeout=WAIT)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == b""
+    assert b"Traceback" not in done.stderr
+
+
 def test_an_invalid_environment_variable_exits_2_with_a_setup_error(tmp_path: Path) -> None:
     """Bad input gets a clear error: MCP_MAX_FRAME_BYTES that is not a positive integer."""
     process = start(tmp_path, MCP_MAX_FRAME_BYTES="lots")
