@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from .harness.golden import check_events, run_script_file, write_golden
 from .observe.events import read_events
-from .offline.golden import check_events, run_script_file, write_golden
 
 __all__ = ["mcp_golden", "pytest_addoption"]
 

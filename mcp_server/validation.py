@@ -1,11 +1,11 @@
 """The protocol validator as a library: the chain's own checks, for a test suite that starts no server.
 
-The public face of ``offline/validation.py`` (what is documented and kept stable is listed here).
+The public face of ``offline/library.py`` (what is documented and kept stable is listed here).
 """
 
 from __future__ import annotations
 
-from .offline.validation import (
+from .offline.library import (
     ValidationResult,
     default_registry,
     format_validation_error,

@@ -99,7 +99,7 @@ def children_of(pid: int, *, upstreams_only: bool = False) -> list[str]:
             command = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if upstreams_only and b"mcp_server.observe.event_writer" in command:
+        if upstreams_only and b"mcp_server.observe.writer_process" in command:
             continue
         if fields[1] == str(pid) and fields[0] != "Z":
             found.append(stat.parent.name)

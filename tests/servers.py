@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from mcp_server.offline.golden import wait_ready
-from mcp_server.offline.replay import Replayed, replay_ndjson
+from mcp_server.harness.golden import wait_ready
+from mcp_server.harness.replay import Replayed, replay_ndjson
 
 from .conftest import initialize_frame, server_command, server_env
 

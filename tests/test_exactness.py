@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from mcp_server.chain.boundary import render_rejection
 from mcp_server.chain.compose import build_chain
+from mcp_server.chain.error_boundary import render_rejection
 from mcp_server.core import jsonio
 from mcp_server.core.diff import diff_documents
 from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.types import Direction, Frame
-from mcp_server.offline.validation import validate_definition, validate_message, validate_request
+from mcp_server.offline.library import validate_definition, validate_message, validate_request
 from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import initialize_frame, server_command, server_env

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from mcp_server.core import jsonio
+from mcp_server.harness.golden import check_events, run_script, write_golden
+from mcp_server.harness.replay import load_script, script_upstream
 from mcp_server.observe.events import read_events
-from mcp_server.offline.golden import check_events, run_script, write_golden
-from mcp_server.offline.replay import load_script, script_upstream
 from mcp_server.registry.schemas import violations
 
 from .conftest import ROOT, server_env

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import CanonicalError
 from ..core.settings import MAX_FRAME_BYTES_LIMIT, SETTING, SETTINGS, SetupError, positive_int
 from ..core.types import CLIENT_TO_SERVER, Direction
+from ..ledger.modes import INVALID_TOOL_SCHEMA, TOOL_DEFINITION_CHANGED, Mode
 from ..registry.config import read_config
 from ..registry.lockfile import LOCK_RULES
 from ..registry.schemas import SchemaRegistry
@@ -43,17 +43,10 @@ def _default(key: str) -> Any:
     return SETTING[key].default
 
 
-TOOL_DEFINITION_CHANGED = "tool_definition_changed"  # a tool listed again otherwise than first seen
-INVALID_TOOL_SCHEMA = "invalid_tool_schema"  # a tool whose schemas do not compile
 RULES = frozenset(
     {member.slug for member in CanonicalError} | {*LOCK_RULES, TOOL_DEFINITION_CHANGED, INVALID_TOOL_SCHEMA}
 )
 """Every rule `[rules]` may turn off: the catalogue's slugs, the tool listing's and the lockfile's rules."""
-
-
-class Mode(StrEnum):
-    ENFORCE = "enforce"  # invalid frames are answered by the gateway and never delivered
-    OBSERVE = "observe"  # every frame passes unchanged; violations are logged and counted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -141,12 +141,12 @@ async def _try(gateway: Gateway, version: str) -> Attempt:
     """One version on a fresh upstream: its handshake (or ``server/discover``), then its tools."""
     attempt = Attempt(version)
     client = _Client(attempt)
-    session = GatewaySession(gateway.checks, gateway.new_upstream(), lambda _: client, transport="doctor")
+    session = GatewaySession(gateway.run, gateway.new_upstream(), lambda _: client, transport="doctor")
     client.gateway = session
     await session.start()  # a command that cannot start is a SetupError here
     pumping = asyncio.ensure_future(session.pump_upstream())
     try:
-        if version in gateway.checks.registry.stateless_versions:
+        if version in gateway.run.registry.stateless_versions:
             meta = {"_meta": {PROTOCOL_VERSION_META: version, CLIENT_CAPABILITIES_META: {}}}
             found = await client.ask("server/discover", meta, pumping)
             supported = found.get("supportedVersions") if isinstance(found, Mapping) else None
@@ -183,7 +183,7 @@ async def _close(session: GatewaySession, pumping: asyncio.Future[None]) -> None
     await session.settle_all("upstream_gone" if gone else "client_closed", upstream_alive=not gone)
     closing = asyncio.ensure_future(session.upstream.close())
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.shield(pumping), session.checks.config.grace_seconds)
+        await asyncio.wait_for(asyncio.shield(pumping), session.run.config.grace_seconds)
     pumping.cancel()
     await session.close_upstream(closing)
 
@@ -211,7 +211,7 @@ async def examine(gateway: Gateway, url: str | None, *, first: bool = False) -> 
     findings = Findings(gateway.upstream_name)
     # The verdict says what each violation was; the gateway's line per violation would only repeat it.
     logging.getLogger("mcp_server.gateway").setLevel(logging.ERROR)
-    registry = gateway.checks.registry
+    registry = gateway.run.registry
     versions = list(reversed(registry.versions))
     if first:
         versions.sort(key=lambda version: version in registry.stateless_versions)  # stable: newest first still
@@ -220,9 +220,9 @@ async def examine(gateway: Gateway, url: str | None, *, first: bool = False) -> 
         findings.attempts.append(attempt)
         if (first and attempt.accepted) or attempt.unauthorized is not None:
             break  # refused credentials are refused at every version: said once, at once
-        if not attempt.heard and not findings.accepted and version == gateway.checks.registry.latest_handshake:
+        if not attempt.heard and not findings.accepted and version == gateway.run.registry.latest_handshake:
             break  # silent at the version every current server speaks: the older ones would only wait as long
-    findings.report = gateway.checks.report.to_document()
+    findings.report = gateway.run.report.to_document()
     return findings
 
 
@@ -311,8 +311,8 @@ def run_doctor(
     (``format``: ``text`` or ``json``); exit 0 when it is ok, 1 when it has problems."""
     if timeout <= 0:
         raise SetupError("--timeout must be positive")
-    config = replace(gateway.checks.config, request_timeout_seconds=timeout, check_wait_seconds=timeout)
-    gateway = replace(gateway, checks=gateway.checks._replace(config=config))
+    config = replace(gateway.run.config, request_timeout_seconds=timeout, check_wait_seconds=timeout)
+    gateway = replace(gateway, run=gateway.run._replace(config=config))
     findings = asyncio.run(examine(gateway, url))
     behind = f"--upstream {url}" if url else "-- " + shlex.join(command)
     if format == "json":

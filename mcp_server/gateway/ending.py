@@ -12,7 +12,7 @@ from typing import Any
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, ERROR_RESPONSE, NOTIFICATION, SERVER_TO_CLIENT, Message, Reply, RequestId
-from .verdicts import Verdicts, emit, stand_in_answer
+from ..ledger.verdicts import Verdicts, answer_in_place, emit
 
 __all__ = ["Cancel", "end_pending", "expire"]
 
@@ -67,7 +67,7 @@ def end_pending(session: Session, verdicts: Verdicts, reason: str) -> tuple[list
             cancels.append(Cancel(request_id, _CANCELLED_BECAUSE[reason], version))
         if reason != "client_closed":
             unavailable = Rejection(CanonicalError.UPSTREAM_UNAVAILABLE)
-            answer = stand_in_answer(verdicts.registry, unavailable, request_id, method, version)
+            answer = answer_in_place(verdicts.registry, unavailable, request_id, method, version)
             answers.append((Message(ERROR_RESPONSE, request_id, method, version=version, tool=tool), answer))
     return cancels, answers
 
@@ -95,7 +95,7 @@ def expire(
             session=session,
         )
     )
-    answer = stand_in_answer(
+    answer = answer_in_place(
         verdicts.registry, Rejection(error, extra={"retryable": True}), request.id, pending.method, version
     )
     stands_for = Message(ERROR_RESPONSE, request.id, pending.method, version=version, tool=pending.tool)

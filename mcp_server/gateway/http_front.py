@@ -51,7 +51,7 @@ from ..transport.http import (
 from ..transport.http_client import FORWARDED_AUTHORIZATION
 from ..transport.streamable import MAX_HELD_STREAM_BYTES, HttpOptions, Route, Stream, StreamableHttp
 from .reports import final_report, publish
-from .session import Checks, GatewaySession
+from .session import GatewayRun, GatewaySession
 
 __all__ = ["FrontAccess", "GatewayConversations", "run_gateway_http"]
 
@@ -115,7 +115,7 @@ class HttpSession:
 
     def __init__(
         self,
-        checks: Checks,
+        run: GatewayRun,
         upstream: Connection,
         *,
         stateless: bool,
@@ -141,7 +141,7 @@ class HttpSession:
         self._stopped = False  # ``close`` ran
         self._pump: asyncio.Task[None] | None = None
         transport = "http (stateless)" if stateless else "http"
-        self.gateway = GatewaySession(checks, upstream, lambda _: self, transport=transport)
+        self.gateway = GatewaySession(run, upstream, lambda _: self, transport=transport)
         self.session: Session = self.gateway.session
 
     async def start(self) -> None:
@@ -151,7 +151,7 @@ class HttpSession:
     @property
     def stateful(self) -> bool:
         version = self.session.version
-        registry = self.gateway.checks.registry
+        registry = self.gateway.run.registry
         return not self.stateless and version is not None and version not in registry.stateless_versions
 
     @property
@@ -502,10 +502,10 @@ class GatewayConversations:
     streams = True
 
     def __init__(
-        self, new_upstream: Callable[[], Connection], checks: Checks, access: FrontAccess | None = None
+        self, new_upstream: Callable[[], Connection], run: GatewayRun, access: FrontAccess | None = None
     ) -> None:
         self.new_upstream = new_upstream
-        self.checks = checks
+        self.run = run
         self.access = access or FrontAccess()
         self.stopping = False
         self._stateless: HttpSession | None = None
@@ -516,7 +516,7 @@ class GatewayConversations:
 
     async def start(self, *, stateless: bool) -> HttpSession:
         session = HttpSession(
-            self.checks, self.new_upstream(), stateless=stateless, stopping=lambda: self.stopping, access=self.access
+            self.run, self.new_upstream(), stateless=stateless, stopping=lambda: self.stopping, access=self.access
         )
         await session.start()
         return session
@@ -550,7 +550,7 @@ def _upstream_metadata(passthrough: UpstreamResource, refused: Callable[..., Any
 
 async def run_gateway_http(
     new_upstream: Callable[[], Connection],
-    checks: Checks,
+    run: GatewayRun,
     options: HttpOptions,
     listener: socket.socket,
     runs_dir: Path,
@@ -560,7 +560,7 @@ async def run_gateway_http(
     """Serve the HTTP front until SIGINT/SIGTERM; one report for every session (SIGUSR1 writes it),
     ``GET /health``, and ``/metrics`` beside the MCP path when there is a log to count from; with
     ``access``, the front's protected resource metadata and its guard."""
-    report, events = checks.report, checks.events
+    report, events = run.report, run.events
     told = None if events is None else events.http_refusal
 
     async def refused(send: Send, rejection: Rejection, extra: tuple[tuple[bytes, bytes], ...]) -> None:
@@ -569,7 +569,7 @@ async def run_gateway_http(
     # A load balancer's health check: the replica answers while it serves (it stops on SIGTERM).
     routes: dict[str, Route] = {"/health": text_route(lambda: b"ok\n", b"text/plain", refused)}
     if events is not None:
-        metrics = Metrics(checks.registry)
+        metrics = Metrics(run.registry)
         events.count_with(metrics.count)
         routes["/metrics"] = text_route(metrics.render, CONTENT_TYPE.encode(), refused)
     access = access or FrontAccess()
@@ -579,7 +579,7 @@ async def run_gateway_http(
         guard = access.auth.guard()
     elif access.passthrough is not None:
         routes[METADATA_PATH] = _upstream_metadata(access.passthrough, refused)
-    conversations = GatewayConversations(new_upstream, checks, access)
+    conversations = GatewayConversations(new_upstream, run, access)
     app = StreamableHttp(conversations, options, refused, routes, guard)
 
     async def stop() -> None:

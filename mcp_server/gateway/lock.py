@@ -26,10 +26,10 @@ def run_lock(gateway: Gateway, *, url: str | None, output: Path, server: str | N
     that is not a sound one is a ``SetupError`` (exit 2), and is left as it is."""
     if timeout <= 0:
         raise SetupError("--timeout must be positive")
-    registry = gateway.checks.registry
+    registry = gateway.run.registry
     kept = Lockfile.load(output, registry) if output.exists() else None
-    config = replace(gateway.checks.config, request_timeout_seconds=timeout, check_wait_seconds=timeout)
-    gateway = replace(gateway, checks=gateway.checks._replace(config=config))
+    config = replace(gateway.run.config, request_timeout_seconds=timeout, check_wait_seconds=timeout)
+    gateway = replace(gateway, run=gateway.run._replace(config=config))
     findings = asyncio.run(examine(gateway, url, first=True))
     accepted = next((attempt for attempt in findings.attempts if attempt.accepted), None)
     if accepted is None:

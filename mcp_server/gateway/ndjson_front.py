@@ -28,7 +28,7 @@ from ..transport.signals import stop_on_signals
 from ..transport.stdio import open_writer, start_reader
 from ..transport.unix_socket import accept_until_stopped, chunks_of
 from .reports import final_report, publish
-from .session import Checks, GatewaySession
+from .session import GatewayRun, GatewaySession
 
 __all__ = ["NdjsonClient", "run_socket", "run_stdio"]
 
@@ -45,10 +45,10 @@ class NdjsonClient:
 
     ordered = True
 
-    def __init__(self, checks: Checks, upstream: Connection, connection: NdjsonConnection) -> None:
+    def __init__(self, run: GatewayRun, upstream: Connection, connection: NdjsonConnection) -> None:
         self.connection = connection
         self._frames = connection.frames()
-        self.gateway = GatewaySession(checks, upstream, lambda _: self, transport=connection.name)
+        self.gateway = GatewaySession(run, upstream, lambda _: self, transport=connection.name)
         self.session: Session = self.gateway.session
         self.ended = False
 
@@ -116,7 +116,7 @@ class NdjsonClient:
         """The client ended its input: the upstream, its input still open, has the grace period to
         answer what is pending (a client that pipes its requests in still reads the replies)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.gateway.checks.config.grace_seconds
+        deadline = loop.time() + self.gateway.run.config.grace_seconds
         heard = self.gateway.heard
         while any(True for _ in self.session.waiting(CLIENT_TO_SERVER)) and not (
             upstream_task.done() or stopping.done()
@@ -133,10 +133,10 @@ class NdjsonClient:
 
 
 async def run_stdio(
-    upstream: Connection, checks: Checks, runs_dir: Path, *, stdin_fd: int = 0, stdout_fd: int = 1
+    upstream: Connection, run: GatewayRun, runs_dir: Path, *, stdin_fd: int = 0, stdout_fd: int = 1
 ) -> int:
     """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
-    report = checks.report
+    report = run.report
     writer = await open_writer(stdout_fd)  # the client's side of STDIO: JSON-RPC frames only, one per line
     usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
     with stop_on_signals(usr1, on_stop=final_report(report, runs_dir)) as stop:
@@ -152,10 +152,10 @@ async def run_stdio(
                     stopping.cancel()
                     room.cancel()
 
-        held = checks.config.held_bytes(CLIENT_TO_SERVER)
+        held = run.config.held_bytes(CLIENT_TO_SERVER)
         client = NdjsonConnection(start_reader(stdin_fd).get, write, name="stdio", max_frame_bytes=held)
         try:
-            return await NdjsonClient(checks, upstream, client).run(stop)
+            return await NdjsonClient(run, upstream, client).run(stop)
         finally:
             publish(report, runs_dir)
             await writer.close(stop)
@@ -164,14 +164,14 @@ async def run_stdio(
 async def run_socket(
     new_upstream: Callable[[], Connection],
     listener: socket.socket,
-    checks: Checks,
+    run: GatewayRun,
     runs_dir: Path,
     *,
     on_ready: Callable[[], None] = lambda: None,
 ) -> int:
     """Clients on a Unix socket: each connection is its own session with its own upstream (a
     STDIO server serves one client). Runs until SIGINT/SIGTERM; one report for every session."""
-    report = checks.report
+    report = run.report
     usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
     with stop_on_signals(usr1, on_stop=final_report(report, runs_dir)) as stop:
 
@@ -180,10 +180,10 @@ async def run_socket(
                 writer.write(data)
                 await writer.drain()
 
-            held = checks.config.held_bytes(CLIENT_TO_SERVER)
+            held = run.config.held_bytes(CLIENT_TO_SERVER)
             client = NdjsonConnection(chunks_of(reader), write, name="socket", max_frame_bytes=held)
             try:
-                await NdjsonClient(checks, new_upstream(), client).run(stop)
+                await NdjsonClient(run, new_upstream(), client).run(stop)
             except SetupError as exc:
                 log.error("upstream: %s", exc)
 

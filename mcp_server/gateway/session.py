@@ -16,9 +16,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
-from ..chain.boundary import contain, render_rejection
-from ..chain.compose import Chain, build_chain
-from ..chain.policy_check import PolicyCheck, needs_approval
+from ..chain.error_boundary import render_rejection
+from ..chain.policy_check import PolicyCheck
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
@@ -29,40 +28,41 @@ from ..core.types import (
     NOTIFICATION,
     REQUEST,
     SERVER_TO_CLIENT,
-    Direction,
     Frame,
     Message,
     Reply,
     RequestId,
     is_request_id,
 )
-from ..execution.approvals import ApprovalBook
 from ..execution.grants import GrantSigner
 from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
 from ..execution.single_use import SingleUse
+from ..ledger.ledger import Ledger
+from ..ledger.verdicts import Action, answer_in_place
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport
-from ..observe.tracing import Span, Tracer, incoming
+from ..observe.tracing import Span, Tracer
 from ..registry.lockfile import LockCheck, Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
 from ..registry.versions import stateless_version
 from ..transport.connection import Connection
 from ..transport.http import accepts_event_stream
-from .config import GatewayConfig, Mode
+from .config import GatewayConfig
 from .deadlines import Deadlines
 from .ending import end_pending, expire
+from .held import HeldCalls, Hold, hold_of
 from .readiness import Readiness
-from .stateless_hold import admitted_params, can_be_asked, continued, input_required
-from .verdicts import Action, Verdicts, stand_in_answer
+from .spans import CallSpans
+from .stateless_hold import can_be_asked
 
-__all__ = ["Checks", "ClientSide", "GatewaySession", "Handled"]
+__all__ = ["ClientSide", "GatewayRun", "GatewaySession", "Handled"]
 
 log = logging.getLogger("mcp_server.gateway")
 
 
-class Checks(NamedTuple):
+class GatewayRun(NamedTuple):
     """What every session of one gateway run shares: the schemas, the rules, the report, the limits
     (``max_frame_bytes``: what the client sends)."""
 
@@ -115,7 +115,7 @@ def _stateless(session: Session, message: Message, registry: SchemaRegistry) -> 
     return session.version is None and stateless_version(message.params, registry) is not None
 
 
-def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bool]:
+def _can_elicit(policy: Policy, run: GatewayRun) -> Callable[[Frame, Message], bool]:
     """Whether the gateway can ask the client of a call to approve it: the policy lets approvals go
     that way, and the client declared elicitation: a stateless request on itself (it is asked by
     its result), else at ``initialize``, where (over HTTP) the call's response must be able to
@@ -125,8 +125,8 @@ def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bo
         session = frame.session
         if not policy.approval_by_elicitation:
             return False
-        if _stateless(session, message, checks.registry):
-            return checks.grants is not None and can_be_asked(message)
+        if _stateless(session, message, run.registry):
+            return run.grants is not None and can_be_asked(message)
         return "elicitation" in (session.client_capabilities or {}) and (
             frame.headers is None or accepts_event_stream(frame.headers)
         )
@@ -134,39 +134,14 @@ def _can_elicit(policy: Policy, checks: Checks) -> Callable[[Frame, Message], bo
     return can
 
 
-def _chains(checks: Checks, tools: UpstreamTools, lock: LockCheck | None) -> tuple[Chain, Chain]:
-    """The client→server and server→client chains of one session (the policy in both; one version
-    per session and the tool lockfile for what the client sends)."""
-    registry, policy = checks.registry, checks.policy
-    inbound = outbound = None
-    if policy is not None:
-        inbound = PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, checks))
-        outbound = PolicyCheck(policy, SERVER_TO_CLIENT)
-    return (
-        build_chain(
-            registry,
-            CLIENT_TO_SERVER,
-            tools=tools,
-            max_frame_bytes=checks.max_frame_bytes,
-            policy=inbound,
-            one_version=True,
-            lock=lock,
-        ),
-        build_chain(
-            registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=checks.max_server_frame_bytes, policy=outbound
-        ),
+def _policies(run: GatewayRun) -> tuple[PolicyCheck | None, PolicyCheck | None]:
+    """The policy's stage of each direction (a call it holds may be asked of the client)."""
+    policy = run.policy
+    if policy is None:
+        return None, None
+    return PolicyCheck(policy, CLIENT_TO_SERVER, can_hold=_can_elicit(policy, run)), PolicyCheck(
+        policy, SERVER_TO_CLIENT
     )
-
-
-def _check(chain: Chain, frame: Frame) -> Message | Rejection:
-    """The chain's verdict on ``frame``; a reply read as the answer to a waiting request, valid or
-    refused, settles it in the session."""
-    try:
-        verdict: Message | Rejection = chain.check(frame)
-    except Exception as failure:
-        verdict = contain(failure)
-    frame.session.answered(frame.direction, verdict if isinstance(verdict, Message) else verdict.message)
-    return verdict
 
 
 def _relayed(frame: Frame, message: Message | None) -> Reply:
@@ -219,37 +194,48 @@ class GatewaySession:
 
     def __init__(
         self,
-        checks: Checks,
+        run: GatewayRun,
         upstream: Connection,
         client: Callable[[GatewaySession], ClientSide],
         *,
         transport: str,
         session: Session | None = None,
     ) -> None:
-        self.checks, self.upstream, self.transport = checks, upstream, transport
-        self.session = session or Session()
-        self.events = checks.events
-        self.tools = UpstreamTools(checks.registry, waits=True)  # a call is checked once its tool is listed
-        self.lock = None if checks.lock is None else LockCheck(checks.lock, checks.lock_server)
-        self.verdicts = Verdicts(checks.config, checks.report, checks.registry, self.lock)
-        self.tracer = checks.tracer
-        self.spans: dict[RequestId, tuple[Span, str]] = {}  # exported spans of calls upstream, and verdicts
-        self.inbound, self.outbound = _chains(checks, self.tools, self.lock)
+        self.run, self.upstream, self.transport = run, upstream, transport
+        self.session = session if session is not None else Session()
+        self.events = run.events
+        lock = None if run.lock is None else LockCheck(run.lock, run.lock_server)
+        self.ledger = Ledger(
+            run.registry,
+            run.config,
+            run.report,
+            session=self.session,
+            tools=UpstreamTools(run.registry, waits=True),  # a call is checked once its tool is listed
+            limits=(run.max_frame_bytes, run.max_server_frame_bytes),
+            lock=lock,
+            policies=_policies(run),
+        )
+        self.tools, self.verdicts = self.ledger.tools, self.ledger.verdicts
+        self.spans = CallSpans(run.tracer)  # an observer: told what the session did, it decides nothing
         self.own = PeerChannel(self._ask_upstream, direction=CLIENT_TO_SERVER, prefix="gateway")
-        self.readiness = Readiness(self.session, self.tools, self.own, checks.config.check_wait_seconds)
-        self.deadlines = Deadlines(checks.config.request_timeout_seconds, checks.policy, self._expired)
-        self.approvals = None if checks.policy is None else ApprovalBook.of(checks.policy)
-        self.askers: set[PeerChannel] = set()
-        # Approved stateless held calls in flight (id → tool, arguments): an upstream round answering
-        # one gets a continuation grant. Only while the request is upstream; nothing between requests.
-        self.approved: dict[RequestId, tuple[str, Any]] = {}
+        self.readiness = Readiness(self.session, self.tools, self.own, run.config.check_wait_seconds)
+        self.deadlines = Deadlines(run.config.request_timeout_seconds, run.policy, self._expired)
+        self.held = HeldCalls(
+            self.session,
+            self.verdicts,
+            run.policy,
+            grants=run.grants,
+            single_use=run.single_use,
+            events=self.events,
+            transport=transport,
+        )
         self.heard = asyncio.Event()  # set after each upstream frame is handled
         self._tasks: set[asyncio.Task[None]] = set()
         self.client = client(self)
 
     async def start(self) -> None:
         await self.upstream.open()
-        self.checks.report.open_session(self.session, self.transport)
+        self.run.report.open_session(self.session, self.transport)
         if self.events is not None:
             self.events.emit("upstream", session=self.session, status="started")
 
@@ -260,11 +246,11 @@ class GatewaySession:
         began = 0.0 if self.events is None else perf_counter()
         if self.readiness.initialize is not None:
             await self.readiness.initialized()  # the frame waits for the version that checks it
-        verdict = _check(self.inbound, frame)
+        verdict = self.ledger.check(frame)
         if isinstance(verdict, Rejection) and (tool := self.readiness.unlisted(verdict)) is not None:
             assert verdict.message is not None
             await self.readiness.learn(tool, verdict.message)
-            verdict = _check(self.inbound, frame)
+            verdict = self.ledger.check(frame)
         if isinstance(verdict, Message):
             return await self._client_frame(frame, verdict, began)
         return await self._client_refused(frame, verdict, began)
@@ -275,72 +261,37 @@ class GatewaySession:
             if self.events is not None:  # not the client's request to cancel: it goes no further
                 self.events.frame(frame, message, None, began)
             return _NOTHING
-        self.verdicts.learn(frame, message, self.tools)
-        self.checks.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
+        self.ledger.passed(frame, message)
         handled, span = _NOTHING, None
         if message.kind is REQUEST:
-            if self.tracer.always or frame.headers is not None or (message.params and "_meta" in message.params):
-                frame, message, span = self._traced(frame, message)
+            if self.spans.wanted(frame, message):
+                frame, message, span = self.spans.start(frame, message)
             handled = await self._relay_request(frame, message)
             if span is not None:
-                self._started(span, message, handled)
-        elif message.kind is NOTIFICATION or not self._answers_gateway(message):  # (or a reply to the upstream)
+                self.spans.relayed(span, message, handled.reply is not None)
+        elif message.kind is NOTIFICATION or not self.held.answers_asker(message):  # (or a reply to the upstream)
             await self._to_upstream(frame.raw, message)
         if self.events is not None:
             self.events.frame(frame, message, handled.reply, began, "relay", span)
         return handled
-
-    def _traced(self, frame: Frame, message: Message) -> tuple[Frame, Message, Span | None]:
-        """A request with the caller's trace context (``_meta`` or the HTTP header), or any request
-        while spans are exported: the gateway's span, its child, goes upstream as the call's parent
-        in ``_meta.traceparent`` (and the HTTP upstream's header)."""
-        params = message.params
-        if (params is not None and type(params) is not dict) or type(message.document) is not dict:
-            return frame, message, None  # a refused frame's odd shape, passed on as it came (observe)
-        meta = params.get("_meta") if params is not None else None
-        assert message.method is not None
-        span = self.tracer.start(incoming(meta, frame.headers), message.method, message.tool)
-        if span is None:
-            return frame, message, None
-        carried = {**(params or {}), "_meta": span.meta(meta if type(meta) is dict else None)}
-        document = {**message.document, "params": carried}
-        size = len(frame.raw) if frame.size is None else frame.size  # the log counts the bytes that came
-        frame = frame._replace(raw=jsonio.dumps(document), size=size)
-        return frame, message._replace(params=carried, document=document), span
-
-    def _started(self, span: Span, message: Message, handled: Handled, verdict: str = "relayed") -> None:
-        """An exported span ends with its call's answer (``verdict``: relayed, or observed: a violation
-        passed on); a call answered here (its approval refused) ends it now."""
-        if handled.reply is not None:
-            self.tracer.end(span, "enforced", error=True)
-        elif self.tracer.always and message.id is not None:
-            self.spans[message.id] = (span, verdict)
-
-    def _answered(self, request_id: RequestId, ending: str | None, *, error: bool) -> None:
-        """The span of the call ``request_id`` ends: answered by the upstream (``ending`` ``None``: its
-        verdict stands), or in its place (``answered``, ``timeout``, the session's end)."""
-        started = self.spans.pop(request_id, None)
-        if started is not None:
-            span, verdict = started
-            self.tracer.end(span, ending or verdict, error=error)
 
     async def _client_refused(self, frame: Frame, rejection: Rejection, began: float) -> Handled:
         action = self.verdicts.judge(frame, rejection)
         message, reply, handled, span = rejection.message, None, _NOTHING, None
         if action is Action.OBSERVED or action is Action.PASSED:
             if message is not None and message.kind is REQUEST and message.id is not None and message.method:
-                frame, message, span = self._traced(frame, message)
+                frame, message, span = self.spans.start(frame, message)
                 handled = await self._relay_request(frame, message)
                 if span is not None:
-                    self._started(span, message, handled, action.value)
-            elif message is None or not self._answers_gateway(message):
+                    self.spans.relayed(span, message, handled.reply is not None, action.value)
+            elif message is None or not self.held.answers_asker(message):
                 await self._to_upstream(frame.raw, message)
         elif action is Action.ANSWERED:  # the client's reply refused: the upstream is answered in its place
             stands_for, reply = self.verdicts.in_place(frame, rejection)
-            if not self._answers_gateway(stands_for):
+            if not self.held.answers_asker(stands_for):
                 await self._to_upstream(reply.to_bytes(), stands_for)
         elif action is Action.ENFORCED:
-            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
+            reply = render_rejection(rejection, self.run.registry, self.tools, self.session.version)
             handled = Handled(reply)
         if self.events is not None:
             self._log_refused(frame, rejection, action, reply, began, span)
@@ -365,26 +316,25 @@ class GatewaySession:
             self.events.refused(frame, rejection, reply, began, action.value, span)
 
     async def _relay_request(self, frame: Frame, message: Message) -> Handled:
-        """A client request goes upstream (its reply expected), once approved if it must be."""
+        """A client request goes upstream (its reply expected), once approved if the policy holds it."""
         assert message.id is not None and message.method is not None
-        session = self.session
-        policy = self.checks.policy
-        held = policy is not None and needs_approval(policy, message.method, message.tool)
-        if held and _stateless(session, message, self.checks.registry):
-            admitted = await self._admitted(frame, message)
+        stateless = _stateless(self.session, message, self.run.registry)
+        hold = hold_of(self.run.policy, message, stateless=stateless, ordered=self.client.ordered)
+        if hold is Hold.BY_GRANT:
+            admitted = await self.held.admitted(frame, message)
             if isinstance(admitted, Reply):
                 return Handled(admitted)
-            (frame, message), held = admitted, False
+            frame, message = admitted
         assert message.id is not None and message.method is not None  # (a relayed frame's message too)
-        session.follow(CLIENT_TO_SERVER, message)
+        self.session.follow(CLIENT_TO_SERVER, message)
         if message.method == "initialize":
             self.readiness.initialize = message.id  # what the client sends next waits for its reply
         self.client.relaying(frame, message)
-        if held:
-            if not self.client.ordered:  # over HTTP the POST's stream carries the question
-                self._spawn(self._send_when_approved(frame.raw, message))
-                return Handled(None, message)
-            refusal = await self._approve(message)
+        if hold is Hold.BESIDE:  # over HTTP the POST's stream carries the question
+            self._spawn(self._send_when_approved(frame.raw, message))
+            return Handled(None, message)
+        if hold is Hold.IN_LINE:
+            refusal = await self.held.approve(message, self.client.asker(message))
             if refusal is not None:
                 return Handled(refusal)
         await self._send_request(frame.raw, message)
@@ -404,7 +354,7 @@ class GatewaySession:
         """A request of the gateway's own (``tools/list``), with the version it states for itself."""
         document = jsonio.loads(raw)
         params = document.get("params")
-        version = stateless_version(params, self.checks.registry) or self.session.version
+        version = stateless_version(params, self.run.registry) or self.session.version
         await self._to_upstream(raw, Message(REQUEST, document["id"], document["method"], params, version))
 
     def _cancelled(self, message: Message) -> bool:
@@ -414,117 +364,16 @@ class GatewaySession:
             if not self.client.cancelled(request_id):
                 return False
             self.deadlines.stop(request_id)
-            self.approved.pop(request_id, None)
-            if self.spans:
-                self._answered(request_id, "cancelled", error=True)
+            self.held.forget(request_id)
+            self.spans.answered(request_id, "cancelled", error=True)
         return True
 
-    def _answers_gateway(self, message: Message) -> bool:
-        """A client's reply to the gateway's own request (an approval's elicitation): it goes no further."""
-        if message.kind is REQUEST or message.kind is NOTIFICATION or message.id is None:
-            return False
-        document = message.document if message.document is not None else {}
-        return any(asker.deliver(message.id, document) for asker in list(self.askers))
-
-    # -- approvals ---------------------------------------------------------------------------------
-
-    async def _admitted(self, frame: Frame, message: Message) -> tuple[Frame, Message] | Reply:
-        """A held call of the stateless protocol: the frame to relay and what it is (its grant verified,
-        spent and taken out), or the answer: the question (a fresh grant with it) or the refusal."""
-        policy, grants = self.checks.policy, self.checks.grants
-        assert policy is not None and grants is not None and message.id is not None
-        try:
-            admitted = admitted_params(grants, policy, message)
-            if admitted is not None and self.checks.single_use is not None:
-                await self._spend_everywhere(grants, message)
-        except Rejection as refusal:
-            self.verdicts.violation(refusal.error.slug, frame, message)
-            self._decided(message, "denied", refusal)
-            return stand_in_answer(self.checks.registry, refusal, message.id, message.method, message.version)
-        if admitted is None:
-            self._decided(message, "held")
-            result = input_required(grants, policy, message)
-            return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": result}, version=message.version)
-        params = admitted.params
-        if admitted.decided:
-            self._decided(message, "allowed")
-        assert message.tool is not None
-        self.approved[message.id] = (message.tool, params.get("arguments", {}))
-        document = message.document if message.document is not None else jsonio.loads(frame.raw)
-        document = {**document, "params": params}
-        return frame._replace(raw=jsonio.dumps(document)), message._replace(params=params, document=document)
-
-    async def _spend_everywhere(self, grants: GrantSigner, message: Message) -> None:
-        """A grant verified (and spent on this replica) is spent in the store the replicas share: a
-        retry another replica carried out already is refused (issue 30: one approval runs once)."""
-        assert self.checks.single_use is not None
-        grant = grants.open(str((message.params or {}).get("requestState")))
-        if not await self.checks.single_use.claim("approval:" + grant.id, grant.expires):
-            raise Rejection(
-                CanonicalError.APPROVAL_NOT_FOUND,
-                [{"path": "/params/requestState", "msg": "approval_used"}],
-                extra={"policy_violation": True},
-            )
-
     async def _send_when_approved(self, raw: bytes, message: Message) -> None:
-        refusal = await self._approve(message)
+        refusal = await self.held.approve(message, self.client.asker(message))
         if refusal is None:
             await self._send_request(raw, message)
         else:
             await self.client.passed(refusal, Message(ERROR_RESPONSE, message.id, message.method))
-
-    async def _approve(self, message: Message) -> Reply | None:
-        """Hold a ``tools/call`` until its client's user approves it (an elicitation request) or the
-        deadline passes: ``None`` when approved, else the refusal to answer the client with."""
-        assert self.approvals is not None and message.tool is not None and message.id is not None
-        arguments = (message.params or {}).get("arguments", {})
-        held = self.approvals.hold(message.tool, arguments, self.session.id)
-        self._decided(message, "held")
-        asker = self.client.asker(message)
-        self.askers.add(asker)
-        asked = asyncio.ensure_future(
-            asker.elicit_approval(self.session)(message.tool, held.arguments, held.arguments_sha256)
-        )
-        try:
-            await self.approvals.wait(held, also=asked)
-        except Rejection as refusal:
-            self.session.settle(CLIENT_TO_SERVER, message.id)
-            self.verdicts.violation(refusal.error.slug, self._stand_in(CLIENT_TO_SERVER), message)
-            self._decided(message, "denied", refusal)
-            return stand_in_answer(self.checks.registry, refusal, message.id, message.method, message.version)
-        finally:
-            self.askers.discard(asker)
-        self._decided(message, "allowed")
-        return None
-
-    def _decided(self, message: Message, status: str, refusal: Rejection | None = None) -> None:
-        """The policy's decision on a held call, as an event of the run's log (the report's page lists them)."""
-        if self.events is not None:
-            self.events.emit(
-                "policy",
-                session=self.session,
-                request_id=message.id,
-                method=message.method,
-                tool_id=message.tool,
-                status=status,
-                policy_violation=refusal is not None,
-                error=None if refusal is None else refusal.summary(),
-            )
-
-    def _continued(self, frame: Frame, message: Message) -> Frame:
-        """The upstream's answer to an approved held call: when it asks for more input, its state goes
-        back inside a continuation grant (the retry is not asked to approve again)."""
-        assert message.id is not None and self.checks.policy is not None and self.checks.grants is not None
-        tool, arguments = self.approved.pop(message.id)
-        result = (message.document or {}).get("result")
-        if not isinstance(result, dict) or result.get("resultType") != "input_required":
-            return frame
-        wrapped = continued(self.checks.grants, self.checks.policy, tool, arguments, result)
-        return frame._replace(raw=jsonio.dumps({**(message.document or {}), "result": wrapped}))
-
-    def _stand_in(self, direction: Direction) -> Frame:
-        """A frame of no bytes, for what the gateway reports of a session without one in hand."""
-        return Frame(b"", self.transport, self.session, 0, direction)
 
     # -- upstream → client ------------------------------------------------------------------------
 
@@ -537,7 +386,7 @@ class GatewaySession:
         """One upstream frame (``carried_by``: the request whose HTTP response carried it)."""
         began = 0.0 if self.events is None else perf_counter()
         frame = Frame(raw, "upstream", self.session, size, SERVER_TO_CLIENT)
-        verdict = _check(self.outbound, frame)
+        verdict = self.ledger.check(frame)
         try:
             if carried_by is not None and _unmatched(verdict, carried_by, self.session):
                 await self._attributed(frame, verdict, carried_by, began)
@@ -550,13 +399,12 @@ class GatewaySession:
             self.heard.set()
 
     async def _upstream_frame(self, frame: Frame, message: Message, began: float) -> None:
-        frame = self.verdicts.learn(frame, message, self.tools)
-        self.checks.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
+        frame = self.ledger.passed(frame, message)
         if self._claimed(message):
             pass  # the reply to a request of the gateway's own: it goes no further
         else:
-            if self.approved and message.id in self.approved and message.kind is not REQUEST:
-                frame = self._continued(frame, message)
+            if self.held.approved and message.kind is not REQUEST:
+                frame = self.held.continued(frame, message)
             self._track(message)
             await self.client.passed(_relayed(frame, message), message)
         if self.events is not None:
@@ -573,11 +421,11 @@ class GatewaySession:
             stands_for, reply = self.verdicts.in_place(frame, rejection)
             if not self._claimed(stands_for):
                 self.deadlines.stop(stands_for.id)
-                if self.spans and stands_for.id is not None:
-                    self._answered(stands_for.id, "answered", error=True)
+                if stands_for.id is not None:
+                    self.spans.answered(stands_for.id, "answered", error=True)
                 await self.client.passed(reply, stands_for)
         elif action is Action.ENFORCED:  # an invalid request of the upstream's own: it is answered
-            reply = render_rejection(rejection, self.checks.registry, self.tools, self.session.version)
+            reply = render_rejection(rejection, self.run.registry, self.tools, self.session.version)
             if reply is not None:
                 await self._to_upstream(reply.to_bytes(), None)
         if self.events is not None:
@@ -594,10 +442,9 @@ class GatewaySession:
         assert pending is not None
         version = self.session.version or pending.version
         stands_for = Message(ERROR_RESPONSE, request_id, pending.method, version=version, tool=pending.tool)
-        self.checks.report.frame(SERVER_TO_CLIENT, pending.method, ERROR_RESPONSE, self.session)
+        self.run.report.frame(SERVER_TO_CLIENT, pending.method, ERROR_RESPONSE, self.session)
         self.deadlines.stop(request_id)
-        if self.spans:
-            self._answered(request_id, "answered", error=True)
+        self.spans.answered(request_id, "answered", error=True)
         document = _reply_document(frame)
         if isinstance(verdict, Message):
             assert document is not None  # a valid reply, its id left out (2025-11-25 allows it)
@@ -607,9 +454,7 @@ class GatewaySession:
             return
         error = document.get("error") if document is not None else None
         said = {key: error[key] for key in ("code", "message") if key in error} if isinstance(error, dict) else {}
-        observed = (
-            document is not None and self.verdicts.config.mode_for(SERVER_TO_CLIENT, pending.tool) is Mode.OBSERVE
-        )
+        observed = document is not None and self.ledger.observed(SERVER_TO_CLIENT, pending.tool)
         action = Action.OBSERVED if observed else Action.ANSWERED
         self.verdicts.violation(verdict.error.slug, frame, stands_for, verdict.errors, action.value)
         if observed:
@@ -619,7 +464,7 @@ class GatewaySession:
             invalid = Rejection(
                 CanonicalError.UPSTREAM_INVALID_REPLY, verdict.errors, extra={**said, "rule": verdict.error.slug}
             )
-            reply = stand_in_answer(self.checks.registry, invalid, request_id, pending.method, version)
+            reply = answer_in_place(self.run.registry, invalid, request_id, pending.method, version)
         await self.client.passed(reply, stands_for)
         if self.events is not None:
             self._log_refused(frame, verdict, action, None, began)
@@ -640,8 +485,7 @@ class GatewaySession:
                 self.session.follow(SERVER_TO_CLIENT, message)
         elif message.kind is not NOTIFICATION:
             self.deadlines.stop(message.id)
-            if self.spans:
-                self._answered(message.id, None, error=message.kind is ERROR_RESPONSE)
+            self.spans.answered(message.id, None, error=message.kind is ERROR_RESPONSE)
 
     # -- timeouts and the end ------------------------------------------------------------------
 
@@ -653,12 +497,12 @@ class GatewaySession:
         would have come) and the upstream ``notifications/cancelled``."""
         expired = expire(self.session, self.verdicts, request, error)
         if request.id is not None:
-            self.approved.pop(request.id, None)
+            self.held.forget(request.id)
         if expired is None:
             return  # answered or cancelled meanwhile
         cancel, stands_for, answer = expired
-        if self.spans and stands_for.id is not None:
-            self._answered(stands_for.id, "timeout", error=True)
+        if stands_for.id is not None:
+            self.spans.answered(stands_for.id, "timeout", error=True)
         with contextlib.suppress(ConnectionError, OSError):
             await self.client.passed(answer, stands_for)
         await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
@@ -672,11 +516,9 @@ class GatewaySession:
         """The session ends (``reason``): what still waits is settled as ``end_pending`` says."""
         self.readiness.close()
         self.deadlines.close()
-        for asker in list(self.askers):
-            asker.close()
+        self.held.close()
         cancels, answers = end_pending(self.session, self.verdicts, reason)
-        for request_id in list(self.spans):
-            self._answered(request_id, reason, error=True)
+        self.spans.end_all(reason)
         for cancel in cancels if upstream_alive else ():
             await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
         with contextlib.suppress(ConnectionError, OSError):

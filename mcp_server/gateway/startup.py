@@ -17,10 +17,10 @@ from urllib.parse import urlsplit
 from ..core.settings import Settings, SetupError
 from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT
 from ..execution.access import AccessCheck, load_access
-from ..execution.boundary import Boundary, load_boundary
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import Redactor
+from ..execution.setup import ExecutionSetup, load_execution_setup
 from ..execution.single_use import REDIS_URL_VARIABLE, single_use_from
 from ..observe.events import EventLog
 from ..observe.tracing import Tracer
@@ -34,7 +34,7 @@ from .config import GatewayConfig
 if TYPE_CHECKING:
     from ..execution.upstream_login import UpstreamLogin
 from .reports import new_report
-from .session import Checks
+from .session import GatewayRun
 
 __all__ = ["Gateway", "Listen", "parse_listen", "prepare", "run_http", "run_socket", "run_stdio"]
 
@@ -75,7 +75,7 @@ class Gateway:
     """Everything a gateway run needs, read and checked before any front starts (``SetupError``)."""
 
     settings: Settings
-    checks: Checks
+    run: GatewayRun
     new_upstream: Callable[[], Connection]
     upstream_name: str  # redacted: for the ready line
     redactor: Redactor
@@ -119,14 +119,14 @@ def prepare(
     flags = dict(lock=lock_path, lock_server=lock_server, max_frame_bytes=limits[0], max_server_frame_bytes=limits[1])
     config = GatewayConfig.load(config_path, registry, mode=mode, flags=flags, environ=environ)
     fleet = _fleet(config, servers_path, bool(upstream_url or command), bridge, environ)
-    boundary = _boundary(config, registry, environ, policy_path, upstream_url)
+    execution = _execution_setup(config, registry, environ, policy_path, upstream_url)
     front_check, passthrough = _front(auth, upstream_url)
     credentials = _credentials(upstream_url, headers, config, environ)
     login = _login(upstream_url, config, credentials, environ, registry, interactive=interactive, off=passthrough)
     # The upstream as it may be shown (ready line, report, page): the secrets its command line gives
     # (`--token X`) and the configured credentials are hidden there, and wherever else they appear.
-    name, hidden = boundary.policy.redactor.redact_command(command or [upstream_url or ""])
-    redactor = boundary.policy.redactor.with_literals((*hidden, *_secrets(credentials, login, fleet)))
+    name, hidden = execution.policy.redactor.redact_command(command or [upstream_url or ""])
+    redactor = execution.policy.redactor.with_literals((*hidden, *_secrets(credentials, login, fleet)))
     held = config.held_bytes(SERVER_TO_CLIENT)
     new_upstream = _upstreams(
         upstream_url, command, held, config.grace_seconds, redactor, credentials, login, forward=passthrough
@@ -134,11 +134,11 @@ def prepare(
     if fleet is None:
         new_upstream()  # a bad URL or a missing command is refused here, before any front starts
     name = redactor.redact_text(name if fleet is None else fleet.name)[0]
-    checks = _checks(registry, config, name, boundary.stage_policy, redactor, events, environ, tracer)
-    new_upstream, checks = _wrapped(new_upstream, checks, bridge, fleet, redactor)
+    run = _gateway_run(registry, config, name, execution.stage_policy, redactor, events, environ, tracer)
+    new_upstream, run = _wrapped(new_upstream, run, bridge, fleet, redactor)
     return Gateway(
         settings=settings,
-        checks=checks,
+        run=run,
         new_upstream=new_upstream,
         upstream_name=name,
         redactor=redactor,
@@ -150,7 +150,7 @@ def prepare(
     )
 
 
-def _checks(
+def _gateway_run(
     registry: SchemaRegistry,
     config: GatewayConfig,
     name: str,
@@ -159,14 +159,14 @@ def _checks(
     events: EventLog | None,
     environ: Mapping[str, str],
     tracer: Tracer | None,
-) -> Checks:
+) -> GatewayRun:
     """What every session of the run shares: the report, the lockfile, the approvals' signer and store."""
     report = new_report(name, config, redactor, events)
     lock = _lockfile(config, registry)
     grants = _grants(policy, environ)
     single_use = single_use_from(environ) if environ.get(REDIS_URL_VARIABLE) else None
     limit, lock_server, tracer = config.max_frame_bytes, config.lock_server, tracer or Tracer()
-    return Checks(
+    return GatewayRun(
         registry,
         config,
         report,
@@ -182,16 +182,16 @@ def _checks(
     )
 
 
-def _boundary(
+def _execution_setup(
     config: GatewayConfig,
     registry: SchemaRegistry,
     environ: Mapping[str, str],
     policy_path: Path | None,
     upstream_url: str | None,
-) -> Boundary:
+) -> ExecutionSetup:
     """The run's policy (no tool catalogue: the tools are the upstream's), its sizes held to the
     limits of their directions; an ``--upstream`` the policy refuses is a ``SetupError``."""
-    boundary = load_boundary(
+    execution = load_execution_setup(
         environ,
         registry,
         max_frame_bytes=config.max_frame_bytes,
@@ -200,10 +200,10 @@ def _boundary(
         catalogue=False,
     )
     if upstream_url:
-        reason = boundary.policy.outbound_denial(upstream_url, "POST")
+        reason = execution.policy.outbound_denial(upstream_url, "POST")
         if reason is not None:
             raise SetupError(f"--upstream {upstream_url}: refused by the policy ({reason})")
-    return boundary
+    return execution
 
 
 def _lockfile(config: GatewayConfig, registry: SchemaRegistry) -> Lockfile | None:
@@ -229,19 +229,19 @@ def _front(auth: str | None, upstream_url: str | None) -> tuple[Callable[[str], 
 
 
 def _wrapped(
-    new_upstream: Callable[[], Connection], checks: Checks, bridge: str | None, fleet: Fleet | None, redactor: Redactor
-) -> tuple[Callable[[], Connection], Checks]:
+    new_upstream: Callable[[], Connection], run: GatewayRun, bridge: str | None, fleet: Fleet | None, redactor: Redactor
+) -> tuple[Callable[[], Connection], GatewayRun]:
     """How each session's upstream is made, behind the era bridge (``--bridge``), or an aggregate of
     ``fleet`` (each server held to its own lockfile entry: the client's side to none)."""
     if fleet is not None:
-        return fleet.upstreams(checks, lambda text: redactor.redact_text(text)[0]), checks._replace(
+        return fleet.upstreams(run, lambda text: redactor.redact_text(text)[0]), run._replace(
             lock=None, lock_server=None
         )
     if bridge is not None:
         from .bridge import bridged
 
-        return bridged(new_upstream, checks, bridge), checks
-    return new_upstream, checks
+        return bridged(new_upstream, run, bridge), run
+    return new_upstream, run
 
 
 def _fleet(
@@ -356,14 +356,14 @@ def _upstreams(
 def run_stdio(gateway: Gateway) -> int:
     from .ndjson_front import run_stdio as serve
 
-    return asyncio.run(serve(gateway.new_upstream(), gateway.checks, gateway.settings.runs_dir))
+    return asyncio.run(serve(gateway.new_upstream(), gateway.run, gateway.settings.runs_dir))
 
 
 def run_socket(gateway: Gateway, listener: socket.socket, on_ready: Callable[[], None]) -> int:
     from .ndjson_front import run_socket as serve
 
-    checks, runs_dir = gateway.checks, gateway.settings.runs_dir
-    return asyncio.run(serve(gateway.new_upstream, listener, checks, runs_dir, on_ready=on_ready))
+    run, runs_dir = gateway.run, gateway.settings.runs_dir
+    return asyncio.run(serve(gateway.new_upstream, listener, run, runs_dir, on_ready=on_ready))
 
 
 # What one session with a process of its own costs (issue 30): a minimal Python server written with the
@@ -421,23 +421,23 @@ def run_http(
     if max_sessions <= 0 or idle_seconds <= 0:
         raise SetupError("--max-sessions and --idle-timeout must be positive")
     options = HttpOptions(
-        max_frame_bytes=gateway.checks.config.held_bytes(CLIENT_TO_SERVER),
+        max_frame_bytes=gateway.run.config.held_bytes(CLIENT_TO_SERVER),
         path=listen.path,
         allowed_hosts=settings.allowed_hosts,
         max_sessions=max_sessions,
         idle_seconds=idle_seconds,
         read_seconds=settings.http_read_seconds,
-        versions=frozenset(gateway.checks.registry.versions),
+        versions=frozenset(gateway.run.registry.versions),
     )
     access = FrontAccess()
     if resource is None:  # the URL listened on
         host, port = listener.getsockname()[:2]
         resource = f"http://{'[' + host + ']' if ':' in host else host}:{port}{listen.path}"
     if gateway.front_check is not None:
-        check, scopes = gateway.front_check(resource), gateway.checks.config.tool_scopes
+        check, scopes = gateway.front_check(resource), gateway.run.config.tool_scopes
         access = FrontAccess(auth=FrontAuth(check=check, resource=resource, tool_scopes=scopes))
     elif gateway.passthrough and gateway.upstream_url is not None:
         access = FrontAccess(passthrough=UpstreamResource(gateway.upstream_url, resource))
-    checks, runs_dir = gateway.checks, settings.runs_dir
-    serving = run_gateway_http(gateway.new_upstream, checks, options, listener, runs_dir, on_ready, access)
+    run, runs_dir = gateway.run, settings.runs_dir
+    serving = run_gateway_http(gateway.new_upstream, run, options, listener, runs_dir, on_ready, access)
     return asyncio.run(serving)

@@ -126,7 +126,7 @@ class EventLog:
             "redaction": None if self._redactor is None else self._redactor.spec(),
         }
         self._writer = subprocess.Popen(
-            [sys.executable, "-m", "mcp_server.observe.event_writer", jsonio.dumps(config).decode()],
+            [sys.executable, "-m", "mcp_server.observe.writer_process", jsonio.dumps(config).decode()],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             close_fds=True,

@@ -8,9 +8,7 @@ and on SIGUSR1. ``mcp-server report FILE`` prints the table again; ``--html OUT`
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -25,22 +23,20 @@ from ..execution.redaction import Redactor
 from ..registry.schemas import schema_provenance
 from .digest import digest_log
 from .events import EventLog
-from .html import render_html
 
 __all__ = [
     "EXAMPLES_PER_RULE",
     "EXCERPT_CHARS",
+    "EXCERPT_DEPTH",
     "UNANSWERED_LISTED",
     "ConformanceReport",
     "ReportError",
-    "add_report_arguments",
     "head_of",
     "method_key",
     "nested",
     "party_of",
     "render_table",
     "run_digest",
-    "run_report",
     "write_page",
 ]
 
@@ -53,7 +49,8 @@ def nested(counts: Mapping[tuple[Any, str], int]) -> dict[str, dict[str, int]]:
     return table
 
 
-EXAMPLES_PER_RULE = 3
+EXAMPLES_PER_RULE = 5
+"""Violations kept whole per rule (the live report's and ``check``'s alike); the rest are counted."""
 EXCERPT_CHARS = 400
 """An example's excerpt of the frame that broke the rule, at most."""
 UNANSWERED_LISTED = 100
@@ -62,34 +59,45 @@ UNANSWERED_LISTED = 100
 
 def head_of(value: Any, chars: int) -> Any:
     """A copy of ``value`` holding about its first ``chars`` characters of JSON: strings shortened,
-    arrays and objects ended early. An excerpt of that length is the same; what it cannot show is
-    never copied, nor looked at again (a frame of a million small items costs no more than one)."""
-    return _head(value, chars)[0]
+    arrays and objects ended early, and nothing deeper than ``EXCERPT_DEPTH`` levels (a frame nested
+    a thousand deep is shown as its first levels: the JSON module writes no deeper than 255). An
+    excerpt of that length is the same; what it cannot show is never copied, nor looked at again (a
+    frame of a million small items costs no more than one)."""
+    return _head(value, chars, EXCERPT_DEPTH)[0]
 
 
-def _head(value: Any, budget: int) -> tuple[Any, int]:
+EXCERPT_DEPTH = 64
+"""Levels of nesting an excerpt shows at most."""
+
+
+def _head(value: Any, budget: int, depth: int) -> tuple[Any, int]:
     if isinstance(value, str):
         return value[: max(budget, 0)], budget - len(value) - 2
+    if depth <= 0 and isinstance(value, (Mapping, list, tuple)):
+        return "…", budget - 3
     if isinstance(value, Mapping):
         shown: dict[Any, Any] = {}
         for key, item in value.items():
             if budget <= 0:
                 break
-            shown[key], budget = _head(item, budget - len(str(key)) - 4)
+            shown[key], budget = _head(item, budget - len(str(key)) - 4, depth - 1)
         return shown, budget - 2
     if isinstance(value, (list, tuple)):
         items = []
         for item in value:
             if budget <= 0:
                 break
-            shown_item, budget = _head(item, budget - 1)
+            shown_item, budget = _head(item, budget - 1, depth - 1)
             items.append(shown_item)
         return items, budget - 2
     return value, budget - 8
 
 
-def party_of(direction: Direction) -> str:
-    """Who sent a frame going in ``direction``: the party at fault when it breaks a rule."""
+def party_of(direction: Direction | None) -> str:
+    """Who sent a frame going in ``direction``: the party at fault when it breaks a rule (``None``: a
+    captured line whose sender is not known)."""
+    if direction is None:
+        return "(unknown)"
     return "upstream" if direction is SERVER_TO_CLIENT else "client"
 
 
@@ -141,6 +149,11 @@ class _SessionCounts:
 
 
 class ConformanceReport:
+    """What a run found: frames per direction and method, violations per rule (by method, tool,
+    party and direction) with a few examples each, per session. The one report model of the gateway
+    and of ``check`` (``offline/check.py`` adds the capture's own header); ``line`` is the capture's
+    line being read, which ``check``'s examples name."""
+
     def __init__(
         self, *, upstream: str, mode: str, redactor: Redactor | None = None, events: EventLog | None = None
     ) -> None:
@@ -156,6 +169,8 @@ class ConformanceReport:
         self.by_method: Counter[tuple[str, str]] = Counter()
         self.by_tool: Counter[tuple[str, str]] = Counter()
         self.by_party: Counter[tuple[str, str]] = Counter()
+        self.by_direction: Counter[tuple[str, str]] = Counter()
+        self.line: int | None = None
         self.examples: dict[str, list[dict[str, Any]]] = {}
         self.protocol_version: str | None = None
         self.sessions: dict[int, _SessionCounts] = {}  # by the session object (its id may change)
@@ -178,14 +193,15 @@ class ConformanceReport:
             counts.protocol_version = version
 
     def frame(
-        self, direction: Direction, method: str | None, kind: MessageKind | None, session: Session | None = None
+        self, direction: Direction | None, method: str | None, kind: MessageKind | None, session: Session | None = None
     ) -> None:
         """A frame counted under the method it names, or for a response the method it answers (in
         its direction's table: a response is told by its direction); ``(response)`` when that is
-        not known, ``(not json-rpc)`` for a frame of no kind or naming no method."""
+        not known, ``(not json-rpc)`` for a frame of no kind or naming no method (``direction``
+        ``None``: a captured line of no known sender, ``(unknown)``)."""
         if method is None:
             method = "(response)" if kind is RESPONSE or kind is ERROR_RESPONSE else "(not json-rpc)"
-        key = (direction.value, method)
+        key = ("(unknown)" if direction is None else direction.value, method)
         self.frames[key] += 1
         counts = self._of(session)
         if counts is not None:
@@ -195,7 +211,7 @@ class ConformanceReport:
         self,
         rule: str,
         *,
-        direction: Direction,
+        direction: Direction | None,
         method: str | None = None,
         tool: str | None = None,
         request_id: Any = None,
@@ -214,6 +230,7 @@ class ConformanceReport:
         self.violations[rule] += 1
         self.by_method[(rule, method_key(method, kind))] += 1
         self.by_party[(rule, party)] += 1
+        self.by_direction[(rule, "(unknown)" if direction is None else direction.value)] += 1
         if tool is not None:
             self.by_tool[(rule, tool)] += 1
         counts = self._of(session)
@@ -222,7 +239,7 @@ class ConformanceReport:
         event: dict[str, Any] = {
             "rule": rule,
             "party": party,
-            "direction": direction.value,
+            "direction": None if direction is None else direction.value,
             "session": None if session is None else session.id,
             "method": method,
             "tool": tool,
@@ -230,6 +247,8 @@ class ConformanceReport:
             "action": action,
             "errors": list(errors)[:10],
         }
+        if self.line is not None:
+            event["line"] = self.line
         if excerpt is not None:
             event["excerpt"] = excerpt
         if patch is not None:
@@ -293,19 +312,30 @@ class ConformanceReport:
             }
             self.unanswered.append(self.redactor.redact_record(entry)[0])
 
+    @property
+    def total(self) -> int:
+        """Every violation counted."""
+        return sum(self.violations.values())
+
+    def counts(self) -> dict[str, Any]:
+        """The counters and examples, as the report's sections (the gateway's and ``check``'s alike)."""
+        return {
+            "frames": nested(self.frames),
+            "violations": dict(sorted(self.violations.items())),
+            "violations_by_method": nested(self.by_method),
+            "violations_by_tool": nested(self.by_tool),
+            "violations_by_party": nested(self.by_party),
+            "violations_by_direction": nested(self.by_direction),
+            "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
+        }
+
     def to_document(self) -> dict[str, Any]:
-        frames, per_method, per_tool = nested(self.frames), nested(self.by_method), nested(self.by_tool)
         return {
             "upstream": self.redactor.redact_text(self.upstream)[0],
             "mode": self.mode,
             "protocol_version": self.protocol_version,
             "started": self.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "frames": frames,
-            "violations": dict(sorted(self.violations.items())),
-            "violations_by_method": per_method,
-            "violations_by_tool": per_tool,
-            "violations_by_party": nested(self.by_party),
-            "examples": {rule: self.examples[rule] for rule in sorted(self.examples)},
+            **self.counts(),
             "sessions": [counts.to_document() for counts in self.sessions.values()],
             **_servers(self.sessions.values()),
             "unanswered": list(self.unanswered),
@@ -406,24 +436,6 @@ def _session_lines(document: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a conformance report the gateway wrote (runs/mcp_server/gateway/*-report.json)")
-    parser.add_argument("--html", type=Path, metavar="OUT", help="write the report as one self-contained HTML page")
-
-
-def _load(path: Path) -> dict[str, Any]:
-    """A written report, or ``ReportError`` saying why it is not one."""
-    try:
-        document = jsonio.loads(path.read_bytes())
-    except OSError as exc:
-        raise ReportError("io_error", f"{path}: {exc.strerror}") from None
-    except jsonio.JSONSyntaxError:
-        raise ReportError("parse_error", f"{path} is not a JSON report") from None
-    if not isinstance(document, dict) or not isinstance(document.get("violations"), dict):
-        raise ReportError("parse_error", f"{path} is not a conformance report")
-    return document
-
-
 def run_digest(report: Path, document: Mapping[str, Any]) -> dict[str, Any] | None:
     """The digest of the run's event log the report names (``None`` without one, or when it is gone)."""
     named = document.get("event_log")
@@ -441,23 +453,3 @@ def write_page(out: Path, page: str) -> None:
         write_atomic(out, page.encode(), mode=PRIVATE)
     except OSError as exc:
         raise ReportError("io_error", f"cannot write {out}: {exc.strerror}") from None
-
-
-def run_report(args: argparse.Namespace) -> int:
-    """``mcp-server report FILE [--html OUT]`` (arguments from ``add_report_arguments``): print a
-    written report's table again (exit 0 clean, 1 violations), or write its page (exit 0 once it is
-    written, whatever the run found); 2 when the report cannot be read or the page written."""
-    try:
-        document = _load(Path(args.file))
-        if args.html is not None:
-            page = render_html(document, run_digest(Path(args.file), document), redactor=Redactor.build())
-            write_page(args.html, page)
-    except ReportError as exc:
-        sys.stderr.write(f"mcp:error reason={exc.reason} detail={exc.detail}\n")
-        return 2
-    if args.html is None:
-        sys.stdout.write(render_table(document))
-    else:
-        sys.stderr.write(f"mcp:report html={args.html}\n")
-        return 0
-    return 1 if document["violations"] else 0

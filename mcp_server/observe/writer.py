@@ -1,6 +1,6 @@
 """The event log's writer: rows in, events out, as JSON Lines in the run's file (and on stderr).
 
-It runs in a process of its own (``python -m mcp_server.observe.event_writer``) fed batches of rows
+It runs in a process of its own (``python -m mcp_server.observe.writer_process``) fed batches of rows
 through a pipe, or, should that process die, in the producer's. No part of it runs per frame on the
 request path.
 """

@@ -6,13 +6,13 @@ envelope (a request states its own version; there is no handshake).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Pending, Session
-from ..core.types import Direction, Message, MessageKind
-from .schemas import SchemaRegistry
+from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind
+from .schemas import ProtocolSchema, SchemaRegistry
 
 __all__ = [
     "CLIENT_CAPABILITIES_META",
@@ -24,6 +24,8 @@ __all__ = [
     "is_at_least",
     "reply_version",
     "resolve_version",
+    "result_defaults",
+    "sender_of",
     "stated_version",
     "stateless_version",
 ]
@@ -40,6 +42,23 @@ SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"
 # Only ping may precede the handshake (basic/lifecycle: "The client SHOULD NOT send requests
 # other than pings before the server has responded to the initialize request").
 _PRE_HANDSHAKE_METHODS = frozenset({"initialize", "ping"})
+
+
+def result_defaults(protocol: ProtocolSchema, method: str, *, scope: str) -> dict[str, Any]:
+    """Neutral values for the fields ``protocol`` requires of ``method``'s result that the stateful era
+    never says (2026-07-28 ``CacheableResult``): the result is final and not worth caching, its
+    ``cacheScope`` is ``scope``: ``public`` for a server's own results, ``private`` for an
+    upstream's (the gateway cannot tell whether it is user-specific)."""
+    neutral = {"resultType": "complete", "cacheScope": scope, "ttlMs": 0}
+    required = protocol.result_required(method)
+    return {field: value for field, value in neutral.items() if field in required}
+
+
+def sender_of(method: str, tables: Iterable[Mapping[tuple[Direction, str], Any]]) -> Direction | None:
+    """The one side that sends ``method`` by the schemas' method tables (keyed by direction and
+    method), ``None`` when both sides may (``ping``, ``notifications/progress``, …) or neither does."""
+    sides = {side for table in tables for side in (CLIENT_TO_SERVER, SERVER_TO_CLIENT) if (side, method) in table}
+    return next(iter(sides)) if len(sides) == 1 else None
 
 
 def is_at_least(registry: SchemaRegistry, version: str | None, floor: str) -> bool:

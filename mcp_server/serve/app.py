@@ -12,8 +12,8 @@ from time import perf_counter
 from typing import Any, cast
 
 from .. import __version__
-from ..chain.boundary import contain, render_rejection
 from ..chain.compose import build_chain
+from ..chain.error_boundary import contain, render_rejection
 from ..chain.policy_check import PolicyCheck
 from ..chain.schema_check import ToolSchemas, check_tool_output, own_tool
 from ..core import jsonio
@@ -89,10 +89,10 @@ def build_server(
         methods = frozenset(t.name for t in tools if own_tool(registry, tools, t.name) is not None)
         stage = PolicyCheck(policy, CLIENT_TO_SERVER, tool_methods=methods)
     chain = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=settings.max_frame_bytes, policy=stage)
-    return _boundary(chain.check, router, registry, events, tools)
+    return _frame_handler(chain.check, router, registry, events, tools)
 
 
-def _boundary(
+def _frame_handler(
     check: Callable[[Frame], Message],
     router: Router,
     registry: SchemaRegistry,

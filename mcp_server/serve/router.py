@@ -14,14 +14,11 @@ from typing import Any
 from ..core.errors import CanonicalError, Rejection
 from ..core.types import Frame, Message, MessageKind, Reply
 from ..registry.schemas import SchemaRegistry
+from ..registry.versions import result_defaults
 
 __all__ = ["Route", "Router"]
 
 Route = Callable[[Message, Frame], Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None]
-
-# Neutral values for the result fields a version makes required: the result is final, and
-# nothing this server returns is user-specific or worth caching (2026-07-28 CacheableResult).
-_RESULT_DEFAULTS: Mapping[str, Any] = MappingProxyType({"resultType": "complete", "cacheScope": "public", "ttlMs": 0})
 
 
 class Router:
@@ -32,7 +29,7 @@ class Router:
     def __init__(self, routes: Mapping[str, Route], registry: SchemaRegistry) -> None:
         self.routes: Mapping[str, Route] = MappingProxyType(dict(routes))
         self.registry = registry
-        self._added: dict[tuple[str | None, str], tuple[str, ...]] = {}  # the result fields a version requires
+        self._added: dict[tuple[str | None, str], Mapping[str, Any]] = {}  # the result fields a version requires
 
     def __call__(self, message: Message, frame: Frame) -> Reply | Awaitable[Reply | None] | None:
         kind = message.kind
@@ -75,12 +72,14 @@ class Router:
         assert method is not None
         added = self._added.get((version, method))
         if added is None:
-            required = () if version is None else self.registry.protocol(version).result_required(method)
-            added = self._added[(version, method)] = tuple(f for f in required if f in _RESULT_DEFAULTS)
+            # Nothing this server returns is user-specific: its results are public.
+            protocol = None if version is None else self.registry.protocol(version)
+            added = {} if protocol is None else result_defaults(protocol, method, scope="public")
+            self._added[(version, method)] = added
         result = result if type(result) is dict else dict(result or {})
-        missing = [field for field in added if field not in result]
+        missing = {field: value for field, value in added.items() if field not in result}
         if missing:
-            result = {**result, **{field: _RESULT_DEFAULTS[field] for field in missing}}
+            result = {**result, **missing}
         return Reply(document={"jsonrpc": "2.0", "id": message.id, "result": result}, version=version)
 
 

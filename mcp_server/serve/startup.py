@@ -14,9 +14,9 @@ from pathlib import Path
 from ..core.settings import Settings, SetupError
 from ..core.types import Handler
 from ..execution.access import AccessCheck, load_access
-from ..execution.boundary import Boundary, load_boundary
 from ..execution.gate import event_sink
 from ..execution.peer import attach_peer
+from ..execution.setup import ExecutionSetup, load_execution_setup
 from ..observe.events import EventLog
 from ..registry.corpus import Corpus, load_corpus
 from ..registry.schemas import SchemaRegistry
@@ -32,7 +32,7 @@ class Server:
     settings: Settings
     registry: SchemaRegistry
     corpus: Corpus
-    boundary: Boundary
+    execution: ExecutionSetup
     tools: ToolSet
     handler: Handler
     events: EventLog
@@ -54,7 +54,7 @@ def prepare(
     registry = SchemaRegistry(assert_formats=settings.assert_formats or assert_formats)
     front_check = None if auth is None else load_access(auth)  # a bad --auth is refused first
     corpus = load_corpus(environ, registry)
-    boundary = load_boundary(
+    execution = load_execution_setup(
         environ,
         registry,
         max_frame_bytes=settings.max_frame_bytes,
@@ -62,24 +62,24 @@ def prepare(
         tools_path=tools_path,
         sink=event_sink(events.emit),
     )
-    _check_approver(boundary, settings.endpoint)
-    own = builtin_tools(environ, registry, corpus, boundary.policy)
+    _check_approver(execution, settings.endpoint)
+    own = builtin_tools(environ, registry, corpus, execution.policy)
     extra = []
-    if boundary.executor is not None:  # an HTTP-backed catalogue: the HTTP client stack comes with it
+    if execution.executor is not None:  # an HTTP-backed catalogue: the HTTP client stack comes with it
         from .tools.http_backed import catalogue_tools
 
-        extra = catalogue_tools(boundary.executor)
+        extra = catalogue_tools(execution.executor)
     clash = {t.name for t in own} & {t.name for t in extra}
     if clash:
         raise SetupError(f"tool catalogue: {sorted(clash)[0]!r} is the name of a built-in tool")
-    tools = ToolSet([*own, *extra], registry, io=None if boundary.executor is None else boundary.executor.io)
-    boundary.gate.decisions = partial(events.emit, "policy")
-    handler = build_server(registry, tools, settings, policy=boundary.stage_policy, gate=boundary.gate, events=events)
+    tools = ToolSet([*own, *extra], registry, io=None if execution.executor is None else execution.executor.io)
+    execution.gate.decisions = partial(events.emit, "policy")
+    handler = build_server(registry, tools, settings, policy=execution.stage_policy, gate=execution.gate, events=events)
     return Server(
         settings=settings,
         registry=registry,
         corpus=corpus,
-        boundary=boundary,
+        execution=execution,
         tools=tools,
         handler=handler,
         events=events,
@@ -87,17 +87,17 @@ def prepare(
     )
 
 
-def _check_approver(boundary: Boundary, endpoint: str) -> None:
+def _check_approver(execution: ExecutionSetup, endpoint: str) -> None:
     """Calls held for approval need an approver the caller cannot be. Over HTTP the REST approver
     (``/approvals``) is open to any client of ``/mcp`` unless ``MCP_APPROVER_TOKEN`` guards it: a client
     could read its own held call and approve it; without HTTP there is no approver but the client
     itself (elicitation), so turning elicitation off leaves none. Either is a ``SetupError``."""
-    policy, executor = boundary.policy, boundary.executor
+    policy, executor = execution.policy, execution.executor
     holds = policy.default_rule.approval or any(rule.approval for _, rule in policy.tool_rules)
     holds = holds or (executor is not None and any(tool.approval for tool in executor.by_id.values()))
     if not holds:
         return
-    if endpoint == "http" and boundary.approver_token is None:
+    if endpoint == "http" and execution.approver_token is None:
         raise SetupError(
             "calls are held for approval: set MCP_APPROVER_TOKEN (16+ characters), which /approvals then"
             " requires, or any client of /mcp could approve its own call"
@@ -145,15 +145,15 @@ def run_http(server: Server, listener: object, on_ready: Callable[[], None], *, 
     from .rest import RestFace
 
     assert isinstance(listener, socket.socket)
-    settings, registry, boundary = server.settings, server.registry, server.boundary
+    settings, registry, execution = server.settings, server.registry, server.execution
     metrics = Metrics(registry, extra_methods=[tool.name for tool in server.tools])
     server.events.count_with(metrics.count)
     rest = RestFace(
         registry=registry,
-        gate=boundary.gate,
-        executor=boundary.executor,
+        gate=execution.gate,
+        executor=execution.executor,
         max_body_bytes=settings.max_frame_bytes,
-        approver_token=boundary.approver_token,
+        approver_token=execution.approver_token,
     )
     options = HttpOptions(
         max_frame_bytes=settings.max_frame_bytes,

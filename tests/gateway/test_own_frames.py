@@ -22,7 +22,7 @@ from mcp_server.core.session import Session
 from mcp_server.core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Frame, Message, Reply
 from mcp_server.gateway.config import GatewayConfig
 from mcp_server.gateway.reports import new_report
-from mcp_server.gateway.session import Checks, GatewaySession
+from mcp_server.gateway.session import GatewayRun, GatewaySession
 from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.registry.tools import UpstreamTools
 
@@ -134,9 +134,9 @@ class Script:
     def __init__(self, registry: SchemaRegistry, version: str) -> None:
         self.registry, self.version = registry, version
         config = GatewayConfig(max_frame_bytes=LIMIT, max_server_frame_bytes=LIMIT, check_wait_seconds=0.01)
-        checks = Checks(registry, config, new_report("test", config, None, None), LIMIT, max_server_frame_bytes=LIMIT)
+        run = GatewayRun(registry, config, new_report("test", config, None, None), LIMIT, max_server_frame_bytes=LIMIT)
         self.sides = _Sides()
-        self.gateway = GatewaySession(checks, self.sides, lambda _: self.sides, transport="stdio")
+        self.gateway = GatewaySession(run, self.sides, lambda _: self.sides, transport="stdio")
         self.observer = Observer(registry, version)
         self.next_id = 0
         self.relayed = 0  # how many of the frames sent upstream the upstream has answered or seen

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-import mcp_server.offline.validation as validation
+import mcp_server.offline.library as validation
 from mcp_server.chain.compose import build_chain
 from mcp_server.core import jsonio
 from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.session import Session
 from mcp_server.core.types import Direction, Frame
-from mcp_server.offline.validation import (
+from mcp_server.offline.library import (
     ValidationResult,
     default_registry,
     format_validation_error,

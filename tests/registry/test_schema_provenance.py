@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcp_server.observe.events import read_events
 from mcp_server.observe.report import ConformanceReport
-from mcp_server.offline.validation import validate_definition
+from mcp_server.offline.library import validate_definition
 from mcp_server.registry.schemas import BUNDLED_SCHEMAS, PROVENANCE_FILE, SchemaRegistry, schema_provenance
 
 from ..conftest import initialize_frame, server_command, server_env

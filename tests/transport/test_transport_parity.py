@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_server.core import jsonio
-from mcp_server.offline.replay import Replayed, load_script, replay_http, replay_socket
+from mcp_server.harness.replay import Replayed, load_script, replay_http, replay_socket
 
 from ..servers import replay_stdio, serving
 
@@ -90,7 +90,7 @@ def test_http_statuses_of_the_golden_error_paths(tmp_path: Path) -> None:
     [("not json", ":1: not JSON"), ('{"oversized": 3}', "line 1: expected"), ('{"raw": 7}', "line 1: expected")],
 )
 def test_a_bad_script_line_is_named(tmp_path: Path, line: str, fragment: str) -> None:
-    from mcp_server.offline.replay import ReplayError
+    from mcp_server.harness.replay import ReplayError
 
     script = tmp_path / "bad.script.jsonl"
     script.write_text(line + "\n")

@@ -1,7 +1,7 @@
 """One gateway in front of many servers (issue 33, ADR 29): each client session's upstream is an
 ``Aggregate`` holding a session of its own with each server, at that server's version, checked as
 itself. What the servers are comes from the gateway configuration or a client's configuration file
-(``servers``); ``start`` checks, before any front starts, that every name they expose is usable.
+(``servers``); ``start`` run, before any front starts, that every name they expose is usable.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ...registry.lockfile import LockCheck, Lockfile
 from ...transport.connection import Connection
 from ..bridge.upstream_side import UpstreamSide
 from ..config import GatewayConfig
-from ..session import Checks
+from ..session import GatewayRun
 from .aggregate import Aggregate
 from .member import Hello, Member, State
 from .names import expose, name_problems
@@ -43,10 +43,10 @@ def aggregate_name(specs: Sequence[ServerSpec]) -> str:
     return f"aggregate of {', '.join(spec.name for spec in specs)}"
 
 
-def _connector(spec: ServerSpec, checks: Checks, redact: Callable[[str], str]) -> Callable[[], Connection]:
+def _connector(spec: ServerSpec, run: GatewayRun, redact: Callable[[str], str]) -> Callable[[], Connection]:
     """How the server's connection is made: a child process of its own or a Streamable HTTP client
     (the era bridge in front when it speaks only one version)."""
-    limit, grace = checks.config.held_bytes(SERVER_TO_CLIENT), checks.config.grace_seconds
+    limit, grace = run.config.held_bytes(SERVER_TO_CLIENT), run.config.grace_seconds
 
     def connect() -> Connection:
         if spec.url is not None:
@@ -61,20 +61,20 @@ def _connector(spec: ServerSpec, checks: Checks, redact: Callable[[str], str]) -
         return connect
     from ..bridge import bridged
 
-    return bridged(connect, checks, spec.bridge, server=spec.name)
+    return bridged(connect, run, spec.bridge, server=spec.name)
 
 
-def _side_of(spec: ServerSpec, checks: Checks, lock: Lockfile | None, separator: str) -> Callable[[], UpstreamSide]:
+def _side_of(spec: ServerSpec, run: GatewayRun, lock: Lockfile | None, separator: str) -> Callable[[], UpstreamSide]:
     """How the server's side is made: its report section, its lockfile entry (by its name), and the
     configuration's per-tool modes written with exposed names, read with its own."""
     start = expose(spec.prefix, separator, "")
-    tools = {name[len(start) :]: mode for name, mode in checks.config.tools.items() if name.startswith(start)}
-    config = dataclasses.replace(checks.config, tools=tools)
+    tools = {name[len(start) :]: mode for name, mode in run.config.tools.items() if name.startswith(start)}
+    config = dataclasses.replace(run.config, tools=tools)
     label = spec.url or " ".join(spec.command)
 
     def side() -> UpstreamSide:
         held = None if lock is None else LockCheck(lock, spec.name)
-        return UpstreamSide(checks, label, server=spec.name, lock=held, config=config, tool_schemas=True)
+        return UpstreamSide(run, label, server=spec.name, lock=held, config=config, tool_schemas=True)
 
     return side
 
@@ -82,13 +82,13 @@ def _side_of(spec: ServerSpec, checks: Checks, lock: Lockfile | None, separator:
 def _members(
     specs: Sequence[ServerSpec],
     options: AggregateOptions,
-    checks: Checks,
+    run: GatewayRun,
     lock: Lockfile | None,
     redact: Callable[[str], str],
     known: Sequence[Mapping[str, Any]],
 ) -> list[Member]:
     return [
-        Member(index, spec, _connector(spec, checks, redact), _side_of(spec, checks, lock, options.separator), found)
+        Member(index, spec, _connector(spec, run, redact), _side_of(spec, run, lock, options.separator), found)
         for index, (spec, found) in enumerate(zip(specs, known, strict=True))
     ]
 
@@ -96,7 +96,7 @@ def _members(
 def aggregated(
     specs: Sequence[ServerSpec],
     options: AggregateOptions,
-    checks: Checks,
+    run: GatewayRun,
     lock: Lockfile | None,
     redact: Callable[[str], str],
     known: Sequence[Mapping[str, Any]],
@@ -104,20 +104,20 @@ def aggregated(
     """How each client session's upstream is made: an aggregate of ``specs`` (``known``: each one's
     capabilities as start-up found them, announced while it is not up yet)."""
     name = aggregate_name(specs)
-    return lambda: Aggregate(_members(specs, options, checks, lock, redact, known), options, checks, name)
+    return lambda: Aggregate(_members(specs, options, run, lock, redact, known), options, run, name)
 
 
 def start(
     specs: Sequence[ServerSpec],
     options: AggregateOptions,
-    checks: Checks,
+    run: GatewayRun,
     lock: Lockfile | None,
     redact: Callable[[str], str],
 ) -> list[Mapping[str, Any]]:
     """Start-up: every server started once (for ``start_seconds`` at most) and asked what it exposes;
     a name too long or taken twice is a ``SetupError`` saying which. Returns each server's
     capabilities (``{}``: it did not answer; it joins when it does)."""
-    quiet = checks._replace(report=ConformanceReport(upstream=aggregate_name(specs), mode="observe"), events=None)
+    quiet = run._replace(report=ConformanceReport(upstream=aggregate_name(specs), mode="observe"), events=None)
     members = _members(specs, options, quiet, lock, redact, [{} for _ in specs])
     aggregate = Aggregate(members, options, quiet, aggregate_name(specs), reports=False)
     found = asyncio.run(_ask_all(aggregate, members, options))
@@ -181,11 +181,11 @@ class Fleet:
             secrets += headers.secrets
         return cls(tuple(expanded), options, tuple(secrets))
 
-    def upstreams(self, checks: Checks, redact: Callable[[str], str]) -> Callable[[], Connection]:
+    def upstreams(self, run: GatewayRun, redact: Callable[[str], str]) -> Callable[[], Connection]:
         """How each session's upstream is made, once start-up found every name usable: an aggregate,
-        each server held to its own lockfile entry (``checks.lock``); a client of the stateless era
+        each server held to its own lockfile entry (``run.lock``); a client of the stateless era
         is carried to it by the era bridge (an aggregate per client identity)."""
-        lock, outer = checks.lock, checks._replace(lock=None, lock_server=None)
+        lock, outer = run.lock, run._replace(lock=None, lock_server=None)
         known = start(self.specs, self.options, outer, lock, redact)
         from ..bridge import bridged
 

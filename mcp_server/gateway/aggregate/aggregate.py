@@ -33,10 +33,10 @@ from ...core.types import (
     Message,
     RequestId,
 )
+from ...ledger.verdicts import Action, answer_in_place
 from ...transport.outbox import Outbox
 from ..ending import end_pending
-from ..session import Checks
-from ..verdicts import Action, stand_in_answer
+from ..session import GatewayRun
 from .capabilities import union
 from .keeper import fetch_lists, keep
 from .lists import KINDS, LIST_CHANGED, Hidden, Merged, Source, page
@@ -71,13 +71,13 @@ class Aggregate:
     """Many servers as one upstream (see the module's docstring)."""
 
     def __init__(
-        self, members: Sequence[Member], options: AggregateOptions, checks: Checks, name: str, *, reports: bool = True
+        self, members: Sequence[Member], options: AggregateOptions, run: GatewayRun, name: str, *, reports: bool = True
     ) -> None:
         """``reports``: what the merged lists leave out is reported (start-up's look says it otherwise)."""
         self.name = name
         self._reports = reports
         self._members = list(members)
-        self._options, self._checks, self.registry = options, checks, checks.registry
+        self._options, self._checks, self.registry = options, run, run.registry
         self._out = Outbox()
         self._hello: Hello | None = None  # the client's initialize, once it came
         self._greeting = asyncio.Event()
@@ -162,7 +162,7 @@ class Aggregate:
             handler(about, params)
         except Rejection as refusal:
             assert about.id is not None
-            self._put_reply(stand_in_answer(self.registry, refusal, about.id, about.method, about.version))
+            self._put_reply(answer_in_place(self.registry, refusal, about.id, about.method, about.version))
 
     def _answer(self, about: Message, result: Mapping[str, Any]) -> None:
         self._put({"jsonrpc": "2.0", "id": about.id, "result": result})
@@ -490,7 +490,7 @@ class Aggregate:
             call = self._forget(member, member_id)
             assert call is not None
             refusal = _unavailable(member)
-            self._put_reply(stand_in_answer(self.registry, refusal, call.client_id, call.method, call.version))
+            self._put_reply(answer_in_place(self.registry, refusal, call.client_id, call.method, call.version))
         for client_id in [key for key, (owner, _) in self._asks.items() if owner is member]:
             del self._asks[client_id]
             cancel = {"requestId": client_id, "reason": f"server {member.name} is down: {reason}"}

@@ -11,24 +11,24 @@ from collections.abc import Callable
 
 from ...core.settings import SetupError
 from ...transport.connection import Connection
-from ..session import Checks
+from ..session import GatewayRun
 
 __all__ = ["bridged"]
 
 
 def bridged(
-    new_upstream: Callable[[], Connection], checks: Checks, version: str, *, server: str | None = None
+    new_upstream: Callable[[], Connection], run: GatewayRun, version: str, *, server: str | None = None
 ) -> Callable[[], Connection]:
     """How each session's upstream is made when the upstream speaks only ``version``: wrapped in the
     bridge that carries the other era's clients to it (``server``: an aggregate's, whose report section
     the upstream's side is counted in). An unknown version is a ``SetupError``."""
-    registry = checks.registry
+    registry = run.registry
     if version not in registry.versions:
         raise SetupError(f"--bridge: unknown protocol version {version!r} (known: {', '.join(registry.versions)})")
     if version in registry.stateless_versions:
         from .to_stateless import StatelessUpstream
 
-        return lambda: StatelessUpstream(new_upstream(), checks, version, server=server)
+        return lambda: StatelessUpstream(new_upstream(), run, version, server=server)
     from .to_stateful import StatefulUpstreams
 
-    return lambda: StatefulUpstreams(new_upstream, checks, version)
+    return lambda: StatefulUpstreams(new_upstream, run, version)

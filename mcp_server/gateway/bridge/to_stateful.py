@@ -30,18 +30,19 @@ from ...core.types import (
 )
 from ...execution.approvals import arguments_digest
 from ...execution.grants import GrantSigner, signer_from
+from ...ledger.verdicts import answer_in_place
 from ...registry.versions import (
     CLIENT_CAPABILITIES_META,
     CLIENT_INFO_META,
     LOG_LEVEL_META,
     PROTOCOL_VERSION_META,
     SERVER_INFO_META,
+    result_defaults,
     stateless_version,
 )
 from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
-from ..session import Checks
-from ..verdicts import stand_in_answer
+from ..session import GatewayRun
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
 
 __all__ = ["MAX_IDENTITIES", "StatefulUpstreams"]
@@ -53,9 +54,6 @@ BRIDGE_STATE = "mcp-bridge.1."  # the prefix of the bridge's own ``requestState`
 _STATELESS_META = frozenset({PROTOCOL_VERSION_META, CLIENT_INFO_META, CLIENT_CAPABILITIES_META, LOG_LEVEL_META})
 # What a client of the stateless era carries on a retry, which no stateful request has.
 _RETRY_FIELDS = ("requestState", "inputResponses")
-# What the stateless era requires of a result that the stateful era never says: a result of the
-# upstream's is complete (no rounds of its own), and private to the client, not to be cached.
-_RESULT_DEFAULTS: Mapping[str, Any] = {"resultType": "complete", "cacheScope": "private", "ttlMs": 0}
 # Each identity is an upstream session (over STDIO, a process): a fleet's clients are a few builds
 # times a few capability sets; past this many the least recently used one is closed.
 MAX_IDENTITIES = 32
@@ -124,26 +122,26 @@ class StatefulUpstreams:
     def __init__(
         self,
         new_upstream: Callable[[], Connection],
-        checks: Checks,
+        run: GatewayRun,
         version: str,
         *,
         max_identities: int = MAX_IDENTITIES,
     ) -> None:
-        self._new, self._checks, self._version = new_upstream, checks, version
+        self._new, self._checks, self._version = new_upstream, run, version
         self._first: Connection | None = new_upstream()  # the passthrough's, or the first identity's
         # The next identity's upstream, opened ahead (over STDIO its process starts while nobody waits:
         # a new client's first request does not wait for a process to start).
         self._spare: tuple[Connection, asyncio.Future[None]] | None = None
         self.name = self._first.name
         self._max = max_identities
-        self._signer: GrantSigner = checks.grants or signer_from({})  # the approvals' key, when there is one
+        self._signer: GrantSigner = run.grants or signer_from({})  # the approvals' key, when there is one
         self._decided = asyncio.Event()
         self._passthrough = False
         self._out = Outbox()
         self._identities: OrderedDict[bytes, _Identity] = OrderedDict()
         self._by_client: dict[RequestId, tuple[_Identity, int]] = {}  # a client's open call → where upstream
         self._tasks: set[asyncio.Task[None]] = set()
-        legacy = checks.registry.protocol(version).definitions.get("ClientCapabilities", {})
+        legacy = run.registry.protocol(version).definitions.get("ClientCapabilities", {})
         self._capabilities = frozenset(legacy.get("properties", {}))
         self._required: dict[tuple[str | None, str], Mapping[str, Any]] = {}
         self._last: tuple[Any, Any, bytes] | None = None  # the last request's client and its identity key
@@ -218,7 +216,7 @@ class StatefulUpstreams:
             else:
                 await self._relay(identity, params, meta, about)
         except Rejection as refusal:
-            self._put_reply(stand_in_answer(self._checks.registry, refusal, about.id, about.method, about.version))
+            self._put_reply(answer_in_place(self._checks.registry, refusal, about.id, about.method, about.version))
 
     async def _relay(
         self, identity: _Identity, params: dict[str, Any], meta: Mapping[str, Any], about: Message
@@ -507,7 +505,7 @@ class StatefulUpstreams:
         for call in identity.calls.values():
             if call.client_id is not None:
                 self._by_client.pop(call.client_id, None)
-                self._put_reply(stand_in_answer(self._checks.registry, gone, call.client_id, call.method, call.version))
+                self._put_reply(answer_in_place(self._checks.registry, gone, call.client_id, call.method, call.version))
         identity.calls.clear()
 
     async def _heard(self, identity: _Identity, raw: bytes, size: int | None) -> None:
@@ -546,8 +544,8 @@ class StatefulUpstreams:
         added = self._required.get(key)
         if added is None:
             protocol = self._checks.registry.protocol(call.version or self._checks.registry.stateless_versions[-1])
-            required = protocol.result_required(call.method)
-            added = self._required[key] = {k: v for k, v in _RESULT_DEFAULTS.items() if k in required}
+            # An upstream's result is complete (no rounds of its own), and private to its client.
+            added = self._required[key] = result_defaults(protocol, call.method, scope="private")
         return added
 
     def _settled(self, identity: _Identity, upstream_id: int, document: dict[str, Any]) -> None:

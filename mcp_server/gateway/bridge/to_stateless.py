@@ -26,6 +26,7 @@ from ...core.types import (
     RequestId,
     is_request_id,
 )
+from ...ledger.verdicts import answer_in_place, refused_reply
 from ...registry.schemas import SchemaRegistry
 from ...registry.versions import (
     CLIENT_CAPABILITIES_META,
@@ -37,8 +38,7 @@ from ...registry.versions import (
 )
 from ...transport.connection import Connection, Received
 from ...transport.outbox import Outbox
-from ..session import Checks
-from ..verdicts import stand_in_answer, standing_in
+from ..session import GatewayRun
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
 
 __all__ = ["StatelessUpstream"]
@@ -97,11 +97,11 @@ class _Call:
 class StatelessUpstream:
     """The gateway session's upstream: handshake-era clients translated to the stateless ``version``."""
 
-    def __init__(self, inner: Connection, checks: Checks, version: str, *, server: str | None = None) -> None:
+    def __init__(self, inner: Connection, run: GatewayRun, version: str, *, server: str | None = None) -> None:
         self.name = inner.name
-        self._inner, self._checks, self._version = inner, checks, version
+        self._inner, self._checks, self._version = inner, run, version
         self._server = server  # an aggregate's server: its report section
-        self._registry = checks.registry
+        self._registry = run.registry
         self._passthrough: bool | None = None  # decided by the client's first frame
         self._decided = asyncio.Event()
         self._side: UpstreamSide | None = None
@@ -153,7 +153,7 @@ class StatelessUpstream:
     def _refuse(self, client_id: RequestId, method: str | None, rejection: Rejection) -> None:
         """The client's request ``client_id`` answered with ``rejection``, at the client's version."""
         self._live.pop(client_id, None)
-        reply = stand_in_answer(self._registry, rejection, client_id, method, self._client_version)
+        reply = answer_in_place(self._registry, rejection, client_id, method, self._client_version)
         self._out.put_nowait(reply.to_bytes())
 
     # -- frames from the client ---------------------------------------------------------------
@@ -334,7 +334,7 @@ class StatelessUpstream:
             call = None if message is None or message.id is None else self._calls.pop(message.id, None)
             if call is not None:  # the upstream's invalid reply: the client is answered in its place
                 self._side.session.settle(CLIENT_TO_SERVER, call.upstream_id)
-                self._refuse(call.client_id, call.method, standing_in(heard, SERVER_TO_CLIENT))
+                self._refuse(call.client_id, call.method, refused_reply(heard, SERVER_TO_CLIENT))
             return  # else counted by the upstream side's verdicts, as the run's mode says
         if heard.kind is NOTIFICATION:
             self._notified(raw, heard)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...chain.compose import build_chain
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
 from ...core.session import Session
@@ -22,12 +21,12 @@ from ...core.types import (
     Frame,
     Message,
 )
+from ...ledger.ledger import Ledger
+from ...ledger.verdicts import Action
 from ...registry.lockfile import LockCheck
-from ...registry.tools import UpstreamTools
 from ...registry.versions import stateless_version
 from ..config import GatewayConfig
-from ..session import Checks
-from ..verdicts import Action, Verdicts
+from ..session import GatewayRun
 
 __all__ = ["ASKS", "UpstreamSide", "not_bridgeable"]
 
@@ -54,7 +53,7 @@ class UpstreamSide:
 
     def __init__(
         self,
-        checks: Checks,
+        run: GatewayRun,
         label: str,
         *,
         server: str | None = None,
@@ -62,17 +61,22 @@ class UpstreamSide:
         config: GatewayConfig | None = None,
         tool_schemas: bool = False,
     ) -> None:
-        registry = checks.registry
+        registry = run.registry
         self.session = Session()
         self._registry = registry
         self.transport = f"upstream ({label})"
-        self.verdicts = Verdicts(config or checks.config, checks.report, registry, lock)
-        self._tools = UpstreamTools(registry)
-        tools = self._tools if tool_schemas else None
-        self._sending = build_chain(registry, CLIENT_TO_SERVER, tools=tools, max_frame_bytes=checks.max_frame_bytes)
-        limit = checks.max_server_frame_bytes
-        self._hearing = build_chain(registry, SERVER_TO_CLIENT, tools=tools, max_frame_bytes=limit)
-        checks.report.open_session(self.session, self.transport, server=server)
+        self.ledger = Ledger(
+            registry,
+            config or run.config,
+            run.report,
+            session=self.session,
+            limits=(run.max_frame_bytes, run.max_server_frame_bytes),
+            lock_listing=lock,
+            one_version=False,
+            tool_schemas=tool_schemas,
+        )
+        self.verdicts, self._tools = self.ledger.verdicts, self.ledger.tools
+        run.report.open_session(self.session, self.transport, server=server)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
         """A frame the bridge made for the upstream: its bytes, and the message it was checked as (a
@@ -80,17 +84,16 @@ class UpstreamSide:
         (the bridge answers its client with it); observed: sent all the same."""
         raw = jsonio.dumps(document)
         frame = Frame(raw, self.transport, self.session, None, CLIENT_TO_SERVER)
-        try:  # the frame was just made from ``document``: checked as parsed, not read back
-            message = self._sending.check_parsed(frame, document if type(document) is dict else dict(document))
-        except Rejection as rejection:
-            self.session.answered(CLIENT_TO_SERVER, rejection.message)
-            if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
-                raise
-            message = rejection.message
+        # The frame was just made from ``document``: checked as parsed, not read back.
+        verdict = self.ledger.check(frame, document if type(document) is dict else dict(document))
+        if isinstance(verdict, Rejection):
+            if self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
+                raise verdict
+            message = verdict.message
+            self.verdicts.learn(frame, message, self._tools)
         else:
-            self.verdicts.report.frame(CLIENT_TO_SERVER, message.method, message.kind, self.session)
-            self.session.answered(CLIENT_TO_SERVER, message)
-        self.verdicts.learn(frame, message, self._tools)
+            message = verdict
+            self.ledger.passed(frame, message)
         if message.kind is REQUEST and message.id is not None and message.method is not None:
             stated = stateless_version(message.params, self._registry) if self.session.version is None else None
             self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
@@ -110,17 +113,15 @@ class UpstreamSide:
         """A frame of the upstream's, checked at its version: its message (a reply settles its
         request; a request of the upstream's is expected back), or the ``Rejection`` enforced."""
         frame = Frame(raw, self.transport, self.session, size, SERVER_TO_CLIENT)
-        try:
-            message = self._hearing.check(frame)
-        except Rejection as rejection:
-            self.session.answered(SERVER_TO_CLIENT, rejection.message)
-            if self.verdicts.judge(frame, rejection) not in _LET_THROUGH or rejection.message is None:
-                return rejection
-            message = rejection.message
+        verdict = self.ledger.check(frame)
+        if isinstance(verdict, Rejection):
+            if self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
+                return verdict
+            message = verdict.message
+            learnt = self.verdicts.learn(frame, message, self._tools)
         else:
-            self.verdicts.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
-            self.session.answered(SERVER_TO_CLIENT, message)
-        learnt = self.verdicts.learn(frame, message, self._tools)
+            message = verdict
+            learnt = self.ledger.passed(frame, message)
         if learnt is not frame:  # a listing with tools left out (invalid, or not as locked)
             message = message._replace(document=jsonio.loads(learnt.raw))
         if message.id is None:

@@ -25,7 +25,7 @@ from ..core.pointer import pointer
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind
 from ..registry.schemas import ProtocolSchema, SchemaError, SchemaRegistry, violations
-from ..registry.versions import is_at_least
+from ..registry.versions import is_at_least, sender_of
 
 __all__ = [
     "ValidationResult",
@@ -152,9 +152,7 @@ _NOT_JSON = (TypeError, ValueError)
 
 def _direction_of(method: str, table: Mapping[tuple[Direction, str], str]) -> Direction:
     """The side that sends ``method`` (the client's, when both may or neither does)."""
-    if (CLIENT_TO_SERVER, method) not in table and (SERVER_TO_CLIENT, method) in table:
-        return SERVER_TO_CLIENT
-    return CLIENT_TO_SERVER
+    return sender_of(method, [table]) or CLIENT_TO_SERVER
 
 
 def _check(

@@ -16,19 +16,24 @@ from ..core import jsonio
 from ..registry.corpus import load_corpus, validate_against
 from ..registry.schemas import SchemaRegistry
 
-__all__ = ["main_validate"]
+__all__ = ["declare", "run", "validate_file"]
 
 
 def _emit(result: Mapping[str, Any]) -> None:
     sys.stdout.write(jsonio.dumps(result).decode() + "\n")
 
 
-def main_validate(argv: list[str], environ: Mapping[str, str]) -> int:
-    parser = argparse.ArgumentParser(prog="mcp-server validate")
+def declare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file")
-    parser.add_argument("--schema")
-    args = parser.parse_args(argv)
-    path = Path(args.file)
+    parser.add_argument("--schema", metavar="NAME")
+
+
+def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    return validate_file(Path(args.file), args.schema, environ)
+
+
+def validate_file(path: Path, schema_name: str | None, environ: Mapping[str, str]) -> int:
+    """``path`` against ``schema_name`` (else the schema its name or content says): exit 0, 1 or 2."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -40,7 +45,7 @@ def main_validate(argv: list[str], environ: Mapping[str, str]) -> int:
         _emit({"ok": False, "reason": "parse_error", "errors": [{"path": "", "msg": f"{path}: {exc}"}]})
         return 2
     corpus = load_corpus(environ, SchemaRegistry())
-    schema = args.schema or corpus.schema_for_example(asset, path.name)
+    schema = schema_name or corpus.schema_for_example(asset, path.name)
     result = validate_against(corpus, asset, schema)
     _emit({**result, "schema": schema})
     return 0 if result["ok"] else 1

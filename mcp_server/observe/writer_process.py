@@ -1,4 +1,4 @@
-"""The event log's writer process: ``python -m mcp_server.observe.event_writer CONFIG``.
+"""The event log's writer process: ``python -m mcp_server.observe.writer_process CONFIG``.
 
 See ``events.EventLog`` (the producer) and ``writer.run_writer`` (what this process runs)."""
 

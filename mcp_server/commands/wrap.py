@@ -19,12 +19,12 @@ from ..core.files import write_atomic
 from ..core.settings import SetupError
 from ..registry.client_config import SERVER_KEYS, client_servers, server_entry
 
-__all__ = ["add_wrap_arguments", "gateway_command", "run_wrap", "runs_dir", "wrap_servers"]
+__all__ = ["declare", "gateway_command", "run", "runs_dir", "wrap_servers"]
 
 BACKUP_SUFFIX = ".bak"
 
 
-def add_wrap_arguments(parser: argparse.ArgumentParser) -> None:
+def declare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", type=Path, help="the client's configuration file (JSON)")
     parser.add_argument("--undo", action="store_true", help="put the original back from its backup (CONFIG.bak)")
     parser.add_argument("--force", action="store_true", help="--undo even if CONFIG changed after it was wrapped")
@@ -145,7 +145,8 @@ def _read(path: Path) -> bytes:
         raise SetupError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def run_wrap(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    """Exit 0 rewritten (or nothing to change), 2 when the file cannot be read, parsed or written."""
     path: Path = args.config
     backup = path.with_name(path.name + BACKUP_SUFFIX)  # beside the name given (a link's, not its target's)
     if args.undo:

@@ -15,10 +15,17 @@ import httpx
 from ..core import jsonio
 from ..core.settings import SetupError
 
-__all__ = ["run_approvals"]
+__all__ = ["declare", "run"]
 
 
-def run_approvals(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+def declare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", help="the server's base URL (default: MCP_APPROVALS_URL or http://127.0.0.1:8000)")
+    parser.add_argument("action", choices=["list", "allow", "deny"])
+    parser.add_argument("id", nargs="?", help="the held call's approval id")
+    parser.add_argument("sha256", nargs="?", help="to allow: the arguments' SHA-256 shown by `list`")
+
+
+def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
     base = (args.url or environ.get("MCP_APPROVALS_URL") or "http://127.0.0.1:8000").rstrip("/")
     if not base.startswith(("http://", "https://")):
         raise SetupError(f"--url must be an http(s) URL, got {base!r}")

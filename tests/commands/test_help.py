@@ -10,7 +10,7 @@ import pytest
 
 from mcp_server import cli
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def _subcommands() -> list[str]:

@@ -9,7 +9,6 @@ without ``Mcp-Session-Id`` is a session of its own.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
@@ -34,7 +33,6 @@ __all__ = [
     "TRANSPORTS",
     "GoldenDifference",
     "check_events",
-    "main_golden",
     "run_script",
     "run_script_file",
     "wait_ready",
@@ -247,61 +245,3 @@ def check_events(golden: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[s
 def write_golden(path: Path, events: Sequence[Mapping[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, b"".join(jsonio.dumps_line(event) for event in events))
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mcp-server golden",
-        description="example: mcp-server golden check session.ndjson session.golden.jsonl\n\n"
-        "record or check golden event logs",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    verbs = parser.add_subparsers(dest="verb", required=True)
-    record = verbs.add_parser("record", help="replay SCRIPT and write its events to GOLDEN")
-    record.add_argument("script", type=Path)
-    record.add_argument("-o", "--output", type=Path, required=True, metavar="GOLDEN")
-    check = verbs.add_parser("check", help="replay SCRIPT and compare its events with GOLDEN")
-    check.add_argument("script", type=Path)
-    check.add_argument("golden", type=Path)
-    check.add_argument("--update", action="store_true", help="rewrite GOLDEN with what ran")
-    for verb in (record, check):
-        verb.add_argument("--transport", choices=TRANSPORTS, default="stdio")
-        verb.add_argument("--live", action="store_true", help="not deterministic: compare without volatile fields")
-    return parser
-
-
-def main_golden(argv: Sequence[str]) -> int:
-    """``mcp-server golden record|check ... [-- UPSTREAM COMMAND]``: exit 0 equal, 1 different, 2 error."""
-    argv = list(argv)
-    upstream: list[str] | None = None
-    if "--" in argv:
-        split = argv.index("--")
-        argv, upstream = argv[:split], argv[split + 1 :]
-    args = _parser().parse_args(argv)
-    try:
-        actual = run_script_file(args.script, transport=args.transport, upstream=upstream, deterministic=not args.live)
-        if args.verb == "record":
-            write_golden(args.output, actual)
-            sys.stderr.write(f"mcp:golden recorded events={len(actual)} path={args.output}\n")
-            return 0
-        try:
-            golden = list(read_events(args.golden))
-        except FileNotFoundError:
-            raise ReplayError(f"no golden file at {args.golden} (record one with `golden record`)") from None
-        except jsonio.JSONSyntaxError:
-            raise ReplayError(f"{args.golden} is not a JSONL golden file") from None
-    except ReplayError as exc:
-        sys.stderr.write(f"mcp:error reason=golden_failed detail={exc}\n")
-        return 2
-    differences = check_events(golden, actual)
-    if args.update and differences:
-        write_golden(args.golden, actual)
-        sys.stderr.write(f"mcp:golden updated differences={len(differences)} path={args.golden}\n")
-        return 0
-    for difference in differences:
-        sys.stdout.write(difference.line() + "\n")
-    sys.stderr.write(
-        f"mcp:golden {'differs' if differences else 'matches'} events={len(actual)} "
-        f"differences={len(differences)} golden={args.golden}\n"
-    )
-    return 1 if differences else 0

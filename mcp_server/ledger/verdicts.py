@@ -1,8 +1,8 @@
-"""What the gateway does with a frame the chain refused (enforce or observe, per direction and tool),
-and what a passing frame teaches it (the negotiated version, the upstream's tools, cancellations).
+"""What becomes of a frame the chain refused (enforce or observe, per direction and tool), and what
+a passing frame teaches the session (the negotiated version, the upstream's tools, cancellations).
 
-Decisions and bookkeeping only, no I/O: the gateway session carries them out. A violation is counted
-in the report (and, with a log, an event) once, here.
+Decisions and bookkeeping only, no I/O: the gateway session and ``check`` carry them out. A
+violation is counted in the report (and, with a log, an event) once, here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from ..chain.boundary import render_rejection
+from ..chain.error_boundary import render_rejection
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.types import (
@@ -33,9 +33,9 @@ from ..observe.report import ConformanceReport
 from ..registry.lockfile import REMOVED, RENAMED, LockCheck
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
-from .config import INVALID_TOOL_SCHEMA, TOOL_DEFINITION_CHANGED, GatewayConfig, Mode
+from .modes import INVALID_TOOL_SCHEMA, TOOL_DEFINITION_CHANGED, Mode, Modes
 
-__all__ = ["POLLUTION", "Action", "Verdicts", "emit", "stand_in_answer", "standing_in"]
+__all__ = ["POLLUTION", "Action", "Verdicts", "answer_in_place", "emit", "patch_errors", "refused_reply"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -59,7 +59,11 @@ def emit(event: Mapping[str, Any]) -> None:
     log.warning("violation %s", jsonio.dumps(event).decode())
 
 
-def stand_in_answer(
+def _unlogged(event: Mapping[str, Any]) -> None:
+    """A violation counted in the report only."""
+
+
+def answer_in_place(
     registry: SchemaRegistry, rejection: Rejection, request_id: RequestId, method: str | None, version: str | None
 ) -> Reply:
     """The answer the gateway gives in a peer's place to the request ``request_id`` (of ``method``,
@@ -70,7 +74,7 @@ def stand_in_answer(
     return rendered
 
 
-def standing_in(rejection: Rejection, direction: Direction) -> Rejection:
+def refused_reply(rejection: Rejection, direction: Direction) -> Rejection:
     """What the party waiting for a reply refused going in ``direction`` gets in its place: the
     sender's invalid reply naming the rule broken (``data.rule``), or the violation said as such (a
     tool's output, a reply the policy refused)."""
@@ -92,19 +96,36 @@ def _answerable(message: Message | None, frame: Frame) -> bool:
     return message.method is not None or frame.session.peek(frame.direction.opposite, message.id) is not None
 
 
-class Verdicts:
-    """One gateway run's decisions: its configuration, its report, its schemas."""
+def patch_errors(patch: Any, was: str | None = None) -> list[dict[str, Any]]:
+    """An RFC 6902 patch as a violation's errors: each operation at its path (a rename says the old
+    name in place of its ``/name`` operation)."""
+    if was is None:
+        return [{"path": op["path"], "msg": op["op"]} for op in patch or ()]
+    others = [{"path": op["path"], "msg": op["op"]} for op in patch or () if op["path"] != "/name"]
+    return [{"path": "/name", "msg": f"locked as {was!r}"}, *others]
 
-    __slots__ = ("config", "lock", "registry", "report")
+
+class Verdicts:
+    """One run's decisions (its modes, its report, its schemas), for one session's frames."""
+
+    __slots__ = ("_emit", "lock", "modes", "quarantine", "registry", "report")
 
     def __init__(
         self,
-        config: GatewayConfig,
+        modes: Modes,
         report: ConformanceReport,
         registry: SchemaRegistry,
         lock: LockCheck | None = None,
+        *,
+        logged: bool = True,
+        quarantine: bool = True,
     ) -> None:
-        self.config = config
+        """``logged``: each violation is a warning on the run's stderr too (the live gateway's; ``check``
+        reports them in its own output). ``quarantine``: what the upstream sends that is no JSON-RPC
+        is its stdout polluted (a live upstream's); a capture's frames are reported under their rule."""
+        self._emit = emit if logged else _unlogged
+        self.quarantine = quarantine
+        self.modes = modes
         self.report = report
         self.registry = registry
         self.lock = lock  # the session's listing held against the tool lockfile (``--lock``)
@@ -122,19 +143,19 @@ class Verdicts:
             and session.late(direction.opposite, message.id)
         ):
             return Action.LATE
-        if direction is SERVER_TO_CLIENT and error in _NOT_JSON_RPC:
+        if direction is SERVER_TO_CLIENT and error in _NOT_JSON_RPC and self.quarantine:
             excerpt = frame.raw[:200].decode("utf-8", "replace")
-            emit(
+            self._emit(
                 self.report.violation(
                     POLLUTION, direction=direction, action="quarantined", excerpt=excerpt, session=session
                 )
             )
             return Action.QUARANTINED
-        if not self.config.rule_on(error.slug):
+        if not self.modes.rule_on(error.slug):
             return Action.PASSED
         tool = None if message is None else message.tool
         observe = (
-            self.config.mode_for(direction, tool) is Mode.OBSERVE
+            self.modes.mode_for(direction, tool) is Mode.OBSERVE
             # a frame over its limit is relayed unchecked when it was held whole (RELAY_CEILING_BYTES)
             and (error is not CanonicalError.PAYLOAD_TOO_LARGE or frame.size is None)
             and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
@@ -152,7 +173,7 @@ class Verdicts:
         kind = method = tool = request_id = None
         if message is not None:
             kind, request_id, method, tool = message.kind, message.id, message.method, message.tool
-        emit(
+        self._emit(
             self.report.violation(
                 rule,
                 direction=frame.direction,
@@ -179,7 +200,7 @@ class Verdicts:
             method, tool = pending.method, pending.tool
         if version is None and pending is not None:
             version = frame.session.version or pending.version
-        answer = stand_in_answer(self.registry, standing_in(rejection, frame.direction), message.id, method, version)
+        answer = answer_in_place(self.registry, refused_reply(rejection, frame.direction), message.id, method, version)
         return Message(ERROR_RESPONSE, message.id, method, version=version, tool=tool), answer
 
     def learn(self, frame: Frame, message: Message, tools: UpstreamTools) -> Frame:
@@ -226,13 +247,14 @@ class Verdicts:
     def _learn_tools(self, frame: Frame, message: Message, result: Mapping[str, Any], tools: UpstreamTools) -> Frame:
         listed = list(result.get("tools", []))
         outcome = tools.learn(listed)
-        if self.config.rule_on(TOOL_DEFINITION_CHANGED):
+        if self.modes.rule_on(TOOL_DEFINITION_CHANGED):
             for name, patch in outcome.changed:
-                self._tool_event(TOOL_DEFINITION_CHANGED, frame, message, name, action="reported", patch=patch)
+                errors = patch_errors(patch)
+                self._tool_event(TOOL_DEFINITION_CHANGED, frame, message, name, errors, "reported", patch)
         hidden = set() if self.lock is None else self._locked(frame, message, result, listed, outcome.fingerprints)
-        if outcome.invalid and self.config.rule_on(INVALID_TOOL_SCHEMA):
+        if outcome.invalid and self.modes.rule_on(INVALID_TOOL_SCHEMA):
             for name, why in outcome.invalid:
-                enforce = self.config.mode_for(frame.direction, name) is Mode.ENFORCE
+                enforce = self.modes.mode_for(frame.direction, name) is Mode.ENFORCE
                 action = "dropped" if enforce else "observed"
                 self._tool_event(INVALID_TOOL_SCHEMA, frame, message, name, [{"path": "", "msg": why}], action)
                 if enforce:
@@ -259,10 +281,10 @@ class Verdicts:
         hidden = set()
         last = not isinstance(result.get("nextCursor"), str)
         for finding in self.lock.listed(listed, last_page=last, fingerprints=fingerprints):
-            if not self.config.rule_on(finding.rule):
+            if not self.modes.rule_on(finding.rule):
                 continue
-            hide = finding.rule != REMOVED and self.config.mode_for(frame.direction, finding.tool) is Mode.ENFORCE
-            errors = [{"path": "/name", "msg": f"locked as {finding.was!r}"}] if finding.rule == RENAMED else ()
+            hide = finding.rule != REMOVED and self.modes.mode_for(frame.direction, finding.tool) is Mode.ENFORCE
+            errors = patch_errors(finding.patch, finding.was if finding.rule == RENAMED else None)
             action = "hidden" if hide else "reported" if finding.rule == REMOVED else "observed"
             self._tool_event(finding.rule, frame, message, finding.tool, errors, action, finding.patch)
             if hide:
@@ -290,4 +312,4 @@ class Verdicts:
             patch=patch,
             session=frame.session,
         )
-        emit(event)
+        self._emit(event)

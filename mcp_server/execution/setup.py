@@ -1,4 +1,4 @@
-"""Start-up of the execution boundary: the policy, the approval book, the gate and the HTTP tools.
+"""Start-up of what runs tool calls: the policy, the approval book, the gate and the HTTP tools.
 
 Reads the files and the environment once (``MCP_POLICY_FILE``, ``MCP_HTTP_TOOLS_FILE``,
 ``MCP_EXECUTION_BASE_URL``, ``MCP_APPROVER_TOKEN``); every bad value is a ``SetupError``.
@@ -20,11 +20,14 @@ from .policy import Policy, load_policy
 if TYPE_CHECKING:  # the HTTP client stack is imported only when a catalogue is given
     from .http_tools import HttpToolExecutor
 
-__all__ = ["Boundary", "load_boundary"]
+__all__ = ["ExecutionSetup", "load_execution_setup"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Boundary:
+class ExecutionSetup:
+    """What runs a tool call, read once at start-up: the policy (and its file), the gate, the HTTP
+    tools' executor, the approver's token."""
+
     policy: Policy
     policy_file: Path | None
     gate: ExecutionGate
@@ -37,7 +40,7 @@ class Boundary:
         return self.policy if self.policy_file is not None else None
 
 
-def load_boundary(
+def load_execution_setup(
     environ: Mapping[str, str],
     registry: SchemaRegistry,
     *,
@@ -47,7 +50,7 @@ def load_boundary(
     tools_path: Path | None = None,
     sink: RecordSink | None = None,
     catalogue: bool = True,
-) -> Boundary:
+) -> ExecutionSetup:
     """``policy_path`` and ``tools_path`` (the command line) win over the environment. Without
     ``catalogue`` (a gateway: the tools are its upstream's) no tool catalogue is read at all."""
     policy_path = policy_path or _path(environ, "MCP_POLICY_FILE")
@@ -74,7 +77,7 @@ def load_boundary(
     if token is not None and len(token) < 16:
         raise SetupError("MCP_APPROVER_TOKEN must be at least 16 characters")
     approvals = ApprovalBook.of(policy)
-    return Boundary(
+    return ExecutionSetup(
         policy=policy,
         policy_file=policy_path,
         gate=ExecutionGate(policy, approvals),
