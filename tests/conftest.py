@@ -8,7 +8,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from mcp_server.registry.schemas import SchemaRegistry, violations
 from mcp_server.serve.app import build_server
 from mcp_server.serve.tools import ToolSet
 
+from .processes import exclusive
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytest_plugins = ["mcp_server.testing"]
@@ -29,9 +32,56 @@ pytest_plugins = ["mcp_server.testing"]
 LOG_SCHEMA = ROOT / "schemas" / "log-event.schema.json"
 
 
+# Each parallel worker's check of its events: how many, how many invalid, the first invalid ones.
+_CHECKED = pytest.StashKey[list[tuple[int, int, list[str]]]]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Every server the suite starts writes its event log under one folder of this run's own."""
+    """Every server the suite starts writes its event log under one folder of this run's own (each
+    parallel worker's own)."""
     os.environ["MCP_RUNS_DIR"] = tempfile.mkdtemp(prefix="mcp-test-runs-")
+    # One folder for the run, its workers included (they inherit it): which tests run now.
+    os.environ.setdefault(_RUNNING, tempfile.mkdtemp(prefix="mcp-tests-running-"))
+    config.stash[_CHECKED] = []
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers a core. Most of a test's time is spent waiting on the processes it
+    started (their start, their answers), so two workers keep a core busy where one leaves it idle."""
+    return 2 * len(os.sched_getaffinity(0))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first (the ``slow`` marker), in their order: parallel workers take them up at
+    the start, so no long test runs alone at the end while the other workers have finished. The
+    tests that must run alone (``alone``) last, when the others are done."""
+    items.sort(key=lambda item: (item.get_closest_marker("alone") is not None, item.get_closest_marker("slow") is None))
+
+
+_RUNNING = "MCP_TESTS_RUNNING"
+_ALONE_WAIT = 900.0
+
+
+@pytest.fixture(autouse=True)
+def _alone_when_marked(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``alone`` (it bounds wall-clock time: an exit within a second) runs with no
+    other test beside it: it waits until no other parallel worker runs one, and the ``alone`` tests
+    take their turns. Every other test says, by a file, that it runs."""
+    folder = Path(os.environ[_RUNNING])
+    mine = folder / f"{os.getpid()}.running"
+    if request.node.get_closest_marker("alone") is None:
+        mine.touch()
+        try:
+            yield
+        finally:
+            mine.unlink(missing_ok=True)
+        return
+    with exclusive(folder / "alone.lock"):
+        deadline = time.monotonic() + _ALONE_WAIT
+        while any(path != mine for path in folder.glob("*.running")):
+            assert time.monotonic() < deadline, "the other tests never finished"
+            time.sleep(0.05)
+        yield
 
 
 def _event_files(*roots: Path) -> list[Path]:
@@ -44,13 +94,8 @@ def _event_files(*roots: Path) -> list[Path]:
     ]
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Issue 7: every event written by the whole suite validates against the log schema."""
-    runs = Path(os.environ["MCP_RUNS_DIR"])
-    roots = [runs]
-    factory = getattr(session.config, "_tmp_path_factory", None)  # pytest's own, for tmp_path folders
-    if factory is not None:
-        roots.append(factory.getbasetemp())
+def _invalid_events(roots: Iterable[Path]) -> tuple[int, list[str]]:
+    """How many events the files under ``roots`` hold, and where each invalid one is."""
     validator = SchemaRegistry().bundled(LOG_SCHEMA.name)
     bad: list[str] = []
     count = 0
@@ -65,11 +110,38 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 found = [{"path": "", "msg": "not JSON"}]
             if found:
                 bad.append(f"{path.name}:{number}: {found[:3]}")
+    return count, bad
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A parallel worker's own check of its events (``pytest_sessionfinish``), for the whole run's."""
+    checked = getattr(node, "workeroutput", {}).get("log_schema")
+    if checked is not None:
+        node.config.stash[_CHECKED].append(tuple(checked))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Issue 7: every event written by the whole suite validates against the log schema. Each
+    parallel worker checks what its tests wrote; the run (or the only process) adds them up."""
+    config = session.config
+    runs = Path(os.environ["MCP_RUNS_DIR"])
+    roots = [runs]
+    factory = getattr(config, "_tmp_path_factory", None)  # pytest's own, for tmp_path folders
+    if factory is not None and config.pluginmanager.getplugin("dsession") is None:  # (else: the workers')
+        roots.append(factory.getbasetemp())
+    count, bad = _invalid_events(roots)
     shutil.rmtree(runs, ignore_errors=True)
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if hasattr(config, "workerinput"):  # a parallel worker: the run reports
+        config.workeroutput["log_schema"] = (count, len(bad), bad[:20])  # type: ignore[attr-defined]
+        return
+    invalid = len(bad)
+    for worker_count, worker_invalid, worker_bad in config.stash[_CHECKED]:
+        count, invalid, bad = count + worker_count, invalid + worker_invalid, bad + list(worker_bad)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        reporter.write_line(f"log schema: {count} events checked, {len(bad)} invalid")
-    if bad:
+        reporter.write_line(f"log schema: {count} events checked, {invalid} invalid")
+    if invalid:
         if reporter is not None:
             reporter.write_line("events that fail schemas/log-event.schema.json:\n" + "\n".join(bad[:20]), red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

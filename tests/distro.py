@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
+
+from .processes import exclusive
 
 _INSTALL_SECONDS = 900.0
 
@@ -22,6 +25,15 @@ def find_program(package: str, *names: str) -> tuple[str | None, str]:
         return found, ""
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         return None, f"{package} is not installed and apt-get cannot install it here (not root, or no apt-get)"
+    with exclusive(Path(__file__).resolve().parent.parent / ".cache" / "apt.lock"):  # one worker at a time
+        return _installed(package, names)
+
+
+def _installed(package: str, names: tuple[str, ...]) -> tuple[str | None, str]:
+    """``package`` installed by apt-get (install, then update and install again): the program found, or why not."""
+    found = _found(names)  # another worker may have installed it meanwhile
+    if found:
+        return found, ""
     environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = ["apt-get", "install", "-y", "-q", package]
     outcome = ""

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .processes import exclusive
+
 ROOT = Path(__file__).resolve().parent.parent
 PREFIX = ROOT / ".cache" / "node"
 SERVER_EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
@@ -32,13 +34,15 @@ def npm_bin(package: str, binary: str, *, prefix: Path = PREFIX) -> Path:
         pytest.skip(f"npm is not installed: cannot install {package} from the npm registry")
     path = prefix / "node_modules" / ".bin" / binary
     if not path.exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent", package],
-            capture_output=True,
-            timeout=600,
-        )
-        assert result.returncode == 0, f"npm install {package} failed: {result.stderr.decode()[-2000:]}"
+        with exclusive(PREFIX.parent / "node.lock"):  # parallel workers install one at a time
+            if not path.exists():
+                prefix.mkdir(parents=True, exist_ok=True)
+                result = subprocess.run(
+                    [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--silent", package],
+                    capture_output=True,
+                    timeout=600,
+                )
+                assert result.returncode == 0, f"npm install {package} failed: {result.stderr.decode()[-2000:]}"
     assert path.exists(), f"{package} installed no {binary}"
     return path
 

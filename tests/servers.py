@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from mcp_server.harness.golden import wait_ready
 from mcp_server.harness.replay import Replayed, replay_ndjson
 
-from .conftest import server_command, server_env
+from .conftest import initialize_frame, server_command, server_env
 
 WAIT = 20.0
 
@@ -87,3 +91,25 @@ def replay_stdio(
                 stderr.close()
 
     return asyncio.run(run())
+
+
+TIMEOUT = 30.0
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def post(url: str, body: Any, **headers: str) -> httpx.Response:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx.post(url, content=content, headers={**HEADERS, **headers}, timeout=TIMEOUT)
+
+
+def open_session(url: str, version: str = "2025-11-25") -> str:
+    response = post(url, initialize_frame(version))
+    assert response.status_code == 200
+    session_id = response.headers["mcp-session-id"]
+    assert (
+        post(
+            url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **{"Mcp-Session-Id": session_id}
+        ).status_code
+        == 202
+    )
+    return session_id

@@ -25,43 +25,16 @@ from mcp_server.chain.error_boundary import render_rejection
 from mcp_server.core import jsonio
 from mcp_server.core.diff import diff_documents
 from mcp_server.core.errors import CanonicalError, Rejection
-from mcp_server.core.session import Session
 from mcp_server.core.types import Direction, Frame
 from mcp_server.offline.library import validate_definition, validate_message, validate_request
 from mcp_server.registry.schemas import SchemaRegistry
 
 from .conftest import initialize_frame, server_command, server_env
+from .exactness import MUTANTS, SEED, is_request_id, session_for
 from .generate import from_schema
-from .offline.test_check import handshake
+from .offline.captures import handshake
 from .oracle import C2S, OPPOSITE, VERSION_KEY, VERSIONS, Case, SpecSchema, corpus
 from .servers import replay_stdio
-
-SEED = 24
-MUTANTS = 10_000
-
-
-def _is_request_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _session(registry: SchemaRegistry, case: Case) -> Session:
-    """A session in which ``case`` can be judged on its own: the version in force, its request pending.
-
-    A 2026-07-28 frame comes with no session version at all: its ``_meta``, its method, or the
-    request it answers names the version.
-    """
-    session = Session()
-    frame = case.frame
-    stateless = case.version in registry.stateless_versions
-    if not stateless:
-        session.negotiate(case.version)
-        session.initialized = True
-    if case.answers is not None and isinstance(frame, dict) and _is_request_id(frame.get("id")):
-        requester = Direction(OPPOSITE[case.direction])
-        session.expect(requester, frame["id"], case.answers, version=case.version if stateless else None)
-    elif stateless and case.direction != C2S:  # a 2026-07-28 server speaks while a request of the client is open
-        session.expect(Direction(C2S), "open", "subscriptions/listen", version=case.version)
-    return session
 
 
 def chain_verdicts(registry: SchemaRegistry, cases: Sequence[Case]) -> list[tuple[bool, Any]]:
@@ -71,7 +44,7 @@ def chain_verdicts(registry: SchemaRegistry, cases: Sequence[Case]) -> list[tupl
     verdicts = []
     for case in cases:
         frame = Frame(
-            raw=case.raw, transport="oracle", session=_session(registry, case), direction=Direction(case.direction)
+            raw=case.raw, transport="oracle", session=session_for(registry, case), direction=Direction(case.direction)
         )
         try:
             chains[case.direction].check(frame)
@@ -88,7 +61,7 @@ def expected_cause(spec: SpecSchema, case: Case) -> set[CanonicalError]:
     frame = case.frame
     if (
         frame.get("jsonrpc") != "2.0"
-        or not _is_request_id(frame.get("id"))
+        or not is_request_id(frame.get("id"))
         or not isinstance(frame.get("method"), str)
         or ("params" in frame and not isinstance(frame["params"], dict))
         or "result" in frame
@@ -330,7 +303,7 @@ def generated(version: str, direction: str, kind: str, method: str) -> Any:
     def framed(drawn: Any) -> Any:
         frame = dict(drawn) if whole else {"result": drawn}
         frame["jsonrpc"] = "2.0"
-        if kind != "notification" and not _is_request_id(frame.get("id")):
+        if kind != "notification" and not is_request_id(frame.get("id")):
             frame["id"] = 1
         meta = frame["params"].get("_meta") if isinstance(frame.get("params"), dict) else None
         if isinstance(meta, dict) and isinstance(meta.get(VERSION_KEY), str):

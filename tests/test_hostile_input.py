@@ -31,7 +31,7 @@ import pytest
 from mcp_server.core.errors import CanonicalError
 
 from .conftest import ROOT, initialize_frame, server_env
-from .gateway.test_gateway import SDK_UPSTREAM, gateway_command
+from .gateway.gateways import SDK_UPSTREAM, gateway_command, started_gateway
 from .http_backend import Backend, http_backend
 from .http_backend import serving as serving_http
 from .servers import Running, serving
@@ -408,27 +408,13 @@ def http_post(client: httpx.Client, url: str, frame: dict[str, Any], session: st
     return client.post(url, json=frame, headers=headers, timeout=WAIT)
 
 
-def gateway_over_http(
-    tmp_path: Path, upstream: list[str], *options: str, **env: str
-) -> tuple[subprocess.Popen[bytes], str]:
+@contextlib.contextmanager
+def gateway_over_http(tmp_path: Path, upstream: list[str], *options: str, **env: str) -> Iterator[str]:
     """`mcp-server gateway --listen http://127.0.0.1:0/mcp OPTIONS -- UPSTREAM`, its stderr in a file;
-    the process and its URL (from the ready file)."""
-    ready = tmp_path / "gateway.ready"
-    command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", "http://127.0.0.1:0/mcp", *options]
-    with (tmp_path / "gateway.stderr").open("wb") as stderr:
-        process = subprocess.Popen(
-            [*command, "--", *upstream],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs"), **env),
-        )
-    deadline = time.monotonic() + WAIT
-    while not (ready.exists() and ready.read_text().endswith("\n")):
-        assert process.poll() is None, (tmp_path / "gateway.stderr").read_text()
-        assert time.monotonic() < deadline, "the gateway never became ready"
-        time.sleep(0.02)
-    return process, ready.read_text().split()[-1]
+    its URL (from the ready file); stopped on the way out."""
+    arguments = ["--listen", "http://127.0.0.1:0/mcp", *options, "--", *upstream]
+    with started_gateway(tmp_path, *arguments, env=env, stderr=tmp_path / "gateway.stderr") as (_, url):
+        yield url
 
 
 def run_cli(tmp_path: Path, *args: str) -> str:
@@ -453,17 +439,12 @@ def test_rows2_11_no_planted_secret_reaches_any_output(tmp_path: Path) -> None:
     (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
     upstream = [*SCRIPTED, str(tmp_path / "script.json"), "--token", S_COMMAND]
     env = {"MCP_LOG_LEVEL": "info", "OTEL_TRACES_EXPORTER": "console"}
-    process, url = gateway_over_http(tmp_path, upstream, "--otel", **env)
     replies = []
-    try:
-        with httpx.Client() as client:
-            session = http_post(client, url, CLIENT_FRAMES[0], None).headers["mcp-session-id"]
-            for frame in CLIENT_FRAMES[1:]:
-                replies.append(http_post(client, url, frame, session))
-            metrics = client.get(url.removesuffix("/mcp") + "/metrics", timeout=WAIT).text
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(WAIT)
+    with gateway_over_http(tmp_path, upstream, "--otel", **env) as url, httpx.Client() as client:
+        session = http_post(client, url, CLIENT_FRAMES[0], None).headers["mcp-session-id"]
+        for frame in CLIENT_FRAMES[1:]:
+            replies.append(http_post(client, url, frame, session))
+        metrics = client.get(url.removesuffix("/mcp") + "/metrics", timeout=WAIT).text
     assert [r.status_code for r in replies[1:]] == [200] * 5  # every request answered
     folder = tmp_path / "runs" / "mcp_server" / "gateway"
     [report] = folder.glob("*-report.json")

@@ -28,11 +28,21 @@ from mcp_server.core.errors import CanonicalError
 
 from .conftest import ROOT, server_env
 from .distro import find_program
-from .gateway.conformance import free_port
-from .gateway.test_gateway import children_of, gateway_command, report_of
-from .gateway.test_gateway_http import HEADERS, VERSION, body_of, http_gateway, initialize, rpc
-from .gateway.test_gateway_policy import APPROVAL_POLICY
-from .gateway.test_replicas import KEY, REPLICAS, STATELESS_HEADERS, _stateless_call, balanced
+from .gateway.gateways import (
+    APPROVAL_POLICY,
+    HEADERS,
+    STATELESS_HEADERS,
+    VERSION,
+    body_of,
+    gateway_command,
+    http_gateway,
+    initialize,
+    report_of,
+    rpc,
+    stateless_call,
+)
+from .gateway.replicas import KEY, REPLICAS, balanced
+from .processes import children_of, free_port
 
 WAIT = 30.0
 PEER_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "peer_server.py")]
@@ -569,10 +579,10 @@ def test_one_approval_is_carried_out_once_whichever_replicas_its_retries_reach(t
         balanced(tmp_path, "--policy", str(policy), MCP_APPROVAL_KEY=KEY, MCP_REDIS_URL=url) as pool,
         httpx.Client(timeout=WAIT) as raw,
     ):
-        asked = body_of(raw.post(pool.url, json=_stateless_call({"text": "once"}), headers=STATELESS_HEADERS))
+        asked = body_of(raw.post(pool.url, json=stateless_call({"text": "once"}), headers=STATELESS_HEADERS))
         [key] = asked["result"]["inputRequests"]
         yes = {"inputResponses": {key: {"action": "accept", "content": {"approve": True}}}}
-        retry = _stateless_call({"text": "once"}, {"requestState": asked["result"]["requestState"], **yes})
+        retry = stateless_call({"text": "once"}, {"requestState": asked["result"]["requestState"], **yes})
 
         async def everywhere() -> list[dict[str, Any]]:
             async with httpx.AsyncClient(timeout=WAIT) as client:

@@ -79,6 +79,33 @@ def test_the_tests_mirror_the_package() -> None:
     assert folders - _TEST_HELPERS == parts
 
 
+def _imported_modules(path: Path) -> list[str]:
+    """The modules ``path`` imports, relative ones resolved to their dotted names under `tests`."""
+    package = ".".join(path.relative_to(ROOT).parent.parts)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            module = node.module or ""
+            found.append((f"{base}.{module}" if node.level else module).rstrip("."))
+            found += [f"{found[-1]}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """Issue 32: what tests share lives in modules that hold no test (`tests/processes.py`,
+    `tests/gateway/gateways.py` ...), never in a test module another imports."""
+    importing = sorted(
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in (ROOT / "tests").rglob("*.py")
+        for module in _imported_modules(path)
+        if module.rsplit(".", 1)[-1].startswith("test_")
+    )
+    assert importing == []
+
+
 def test_version_is_the_one_in_pyproject() -> None:
     """Issue 2 §1: `mcp_server.__version__`."""
     declared = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)

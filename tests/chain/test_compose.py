@@ -18,7 +18,7 @@ from mcp_server.registry.schemas import SchemaRegistry
 from mcp_server.registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META
 
 from ..conftest import ROOT
-from ..offline.test_validation import VERSIONS, frames_for
+from ..frames import VERSIONS, frames_for
 
 
 def _bench_corpus() -> Any:
@@ -116,8 +116,8 @@ def test_the_fast_path_and_the_stages_agree_on_the_exactness_corpus(registry: Sc
     """Issue 19, proven equal on the differential corpus of issue 24 (valid frames of every type and
     10,000 mutants per version, both directions): where the fast path decides, it decides as the
     stages do; and it decides most of the frames the official schema accepts."""
+    from ..exactness import MUTANTS, SEED
     from ..oracle import SpecSchema, corpus
-    from ..test_exactness import MUTANTS, SEED
 
     spec = SpecSchema(version)
     chains = {d: build_chain(registry, d) for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)}
@@ -134,9 +134,9 @@ def test_the_fast_path_and_the_stages_agree_on_the_exactness_corpus(registry: Sc
 def _copy_into(session: Session, registry: SchemaRegistry, case: Any) -> Session:
     """``session`` prepared as the oracle prepares one for ``case`` (the version in force, the request
     a response answers)."""
-    from ..test_exactness import _session
+    from ..exactness import session_for
 
-    prepared = _session(registry, case)
+    prepared = session_for(registry, case)
     session.negotiate(prepared.version)
     session.initialized = prepared.initialized
     for direction, request_id, pending in prepared.waiting():
@@ -234,7 +234,7 @@ def _client_frames(version: str, tools: list[str]) -> Any:
     ``tools/call``, with arguments valid and not, some stating a version of their own."""
     from hypothesis import strategies as st
 
-    from ..offline.test_validation import json_values
+    from ..frames import json_values
 
     arguments = st.sampled_from([{}, {"a": 1}, {"a": "x"}, {"asset": {"type": "text", "text": "t"}}]) | json_values
     call = st.builds(
@@ -263,7 +263,7 @@ def _results() -> Any:
     """Results of a pending ``tools/call``: structured or not, valid or not, errors, input requests."""
     from hypothesis import strategies as st
 
-    from ..offline.test_validation import json_values
+    from ..frames import json_values
 
     structured = st.sampled_from([{"sum": 2}, {"sum": "two"}, {}]) | json_values
     text = st.lists(st.just({"type": "text", "text": "x" * 100}), max_size=40)

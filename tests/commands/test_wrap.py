@@ -15,7 +15,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from ..conftest import ROOT, cli, server_env
-from ..gateway.test_gateway_conformance import free_port, running
+from ..processes import free_port, running
 
 WAIT = 30.0
 SDK_SERVER = str(ROOT / "tests" / "upstreams" / "sdk_server.py")

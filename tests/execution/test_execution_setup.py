@@ -23,8 +23,7 @@ from mcp_server.execution.approvals import arguments_digest
 
 from ..conftest import server_env
 from ..http_backend import Backend, http_backend
-from ..servers import Running, serving
-from ..transport.test_http_transport import open_session, post
+from ..servers import Running, open_session, post, serving
 
 TIMEOUT = 30.0
 APPROVER_TOKEN = "approver-token-0123456789abc"  # issue 30: required once calls are held

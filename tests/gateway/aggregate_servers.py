@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from ..conftest import ROOT, server_env
 from ..node_tools import SERVER_EVERYTHING, SERVER_MEMORY, node_command
+from ..processes import children_of
+from .gateways import started_gateway
 
 WAIT = 60.0
 FLEET = [sys.executable, str(ROOT / "tests" / "upstreams" / "fleet_server.py")]
@@ -73,7 +74,6 @@ class Running:
 
     def children(self) -> list[int]:
         """The servers the gateway runs now (its live child processes, but the log's writer)."""
-        from .test_gateway import children_of
 
         return [int(pid) for pid in children_of(self.process.pid, upstreams_only=True)]
 
@@ -82,31 +82,10 @@ class Running:
 def http_gateway(tmp_path: Path, *options: str, env: Mapping[str, str] | None = None) -> Iterator[Running]:
     """The gateway on its HTTP front, once ready (``env``: variables of its own); stopped (SIGTERM)
     at the end, its stderr kept in ``tmp_path/gateway.err``."""
-    ready = tmp_path / f"gateway-{time.monotonic_ns()}.ready"
-    errors = (tmp_path / "gateway.err").open("ab")
-    process = subprocess.Popen(
-        gateway_command("--listen", "http://127.0.0.1:0/mcp", *options),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=errors,
-        env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs"), **(env or {})),
-        cwd=tmp_path,
-    )
-    deadline = time.monotonic() + WAIT
-    while not (ready.exists() and ready.read_text().endswith("\n")):
-        assert process.poll() is None, f"the gateway exited {process.returncode}"
-        assert time.monotonic() < deadline, "the gateway never became ready"
-        time.sleep(0.02)
-    try:
-        yield Running(process, ready.read_text().split()[-1])
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(WAIT)
-        errors.close()
+    arguments = ["--listen", "http://127.0.0.1:0/mcp", *options]
+    errors = tmp_path / "gateway.err"
+    with started_gateway(tmp_path, *arguments, env=dict(env or {}), stderr=errors, cwd=tmp_path) as (process, url):
+        yield Running(process, url)
 
 
 def command_line(pid: int) -> str:
@@ -118,7 +97,6 @@ def command_line(pid: int) -> str:
 
 def descendants(pid: int) -> list[int]:
     """Every live process below ``pid`` (a server started by node runs under it)."""
-    from .test_gateway import children_of
 
     found: list[int] = []
     for child in children_of(pid):

@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from ..conftest import ROOT, cli, server_env
-from .conformance import free_port, running
+from ..processes import free_port, running
 
 WAIT = 60.0
 AUTH_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "auth_server.py")]

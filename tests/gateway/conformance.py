@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import httpx
+from ..conftest import ROOT
+from ..processes import exclusive
+from .gateways import started_gateway
 
-from ..conftest import ROOT, server_env
-
-TARGET = (sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_target.py"))
 FIXTURES = ROOT / "fixtures" / "conformance"
 WAIT = 60.0
 SUITE_TIMEOUT = 600.0
@@ -28,50 +25,15 @@ SUITE_TIMEOUT = 600.0
 NOT_SCORED_LINE = re.compile(r"^\s+[✓✗]\s+(\S+)\s+\(([^)]+)\)$")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def wait_listening(process: subprocess.Popen[bytes], url: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while True:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.TransportError:
-            assert process.poll() is None, f"{url}: the server exited {process.returncode}"
-            assert time.monotonic() < deadline, f"{url}: the server never listened"
-            time.sleep(0.05)
-
-
 @contextmanager
-def running(command: list[str], url: str, env: dict[str, str]) -> Iterator[str]:
-    """``command`` started, once it listens at ``url``; stopped on exit."""
-    process = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-    )
-    try:
-        wait_listening(process, url)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(WAIT)
-
-
-def gateway(tmp_path: Path, upstream: list[str], *options: str) -> tuple[list[str], str, dict[str, str]]:
-    """The gateway's HTTP front before ``upstream`` (a command), or with ``options`` (`--upstream URL`)."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", url, "--idle-timeout", "5", *options]
+def gateway(tmp_path: Path, upstream: list[str], *options: str) -> Iterator[str]:
+    """The URL of the gateway's HTTP front before ``upstream`` (a command), or with ``options``
+    (`--upstream URL`), while it runs."""
+    arguments = ["--listen", "http://127.0.0.1:0/mcp", "--idle-timeout", "5", *options]
     if upstream:
-        command += ["--", *upstream]
-    return command, url, server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"))
+        arguments += ["--", *upstream]
+    with started_gateway(tmp_path, *arguments, stderr=tmp_path / "gateway.stderr") as (_, url):
+        yield url
 
 
 @dataclass(frozen=True)
@@ -106,3 +68,17 @@ def run_suite(suite: list[str], url: str, out: Path, *extra: str) -> SuiteRun:
 def results_file(suite: str) -> Path:
     """The expected results of one suite version: `fixtures/conformance/<name>@<version>.json`."""
     return FIXTURES / f"{suite.rsplit('/', 1)[-1]}.json"
+
+
+def record(suite: str, key: str, found: SuiteRun, revision: str | None, packages: list[str]) -> None:
+    """``found`` as run ``key``'s results in the suite's file (``MCP_UPDATE_CONFORMANCE=1``), beside the
+    other runs' (each run's test records its own, parallel workers one at a time)."""
+    path = results_file(suite)
+    with exclusive(ROOT / ".cache" / "conformance-results.lock"):  # one worker at a time writes
+        document: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        document["packages"] = packages
+        document.setdefault("runs", {})[key] = found.results
+        not_scored = document.setdefault("not_scored", {})
+        if revision is not None:
+            not_scored[revision] = found.not_scored
+        path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")

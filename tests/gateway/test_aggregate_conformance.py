@@ -14,8 +14,10 @@ import pytest
 
 from ..conftest import server_env
 from ..node_tools import CONFORMANCE, node_command
+from ..processes import free_port, running
 from .aggregate_servers import gateway_command, server, write_config
-from .conformance import TARGET, free_port, results_file, run_suite, running
+from .conformance import results_file, run_suite
+from .gateways import TARGET
 
 pytestmark = pytest.mark.conformance
 

@@ -22,6 +22,7 @@ from mcp_server.core.errors import CanonicalError
 
 from ..conftest import cli, server_env
 from ..node_tools import inspector_cli
+from ..processes import free_port, running
 from .aggregate_servers import (
     BROKEN,
     FLEET,
@@ -35,7 +36,7 @@ from .aggregate_servers import (
     server,
     write_config,
 )
-from .conformance import TARGET, free_port, running
+from .gateways import TARGET
 
 
 def fleet(name: str, *options: str, **table: Any) -> dict[str, Any]:

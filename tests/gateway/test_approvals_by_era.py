@@ -21,9 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_server.core.errors import CanonicalError
 
-from .test_gateway import SDK_UPSTREAM
-from .test_gateway_http import body_of, http_gateway
-from .test_replicas import STATELESS_HEADERS, _stateless_call
+from .gateways import SDK_UPSTREAM, STATELESS_HEADERS, body_of, http_gateway, stateless_call
 
 WAIT = 60.0
 KEY = "k" * 32
@@ -126,7 +124,7 @@ def test_a_stateless_grant_tampered_with_or_expired_is_refused(tmp_path: Path) -
     ):
 
         def post(arguments: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
-            return body_of(raw.post(gw.url, json=_stateless_call(arguments, extra), headers=STATELESS_HEADERS))
+            return body_of(raw.post(gw.url, json=stateless_call(arguments, extra), headers=STATELESS_HEADERS))
 
         asked = post({"text": "held"})["result"]
         [key] = asked["inputRequests"]

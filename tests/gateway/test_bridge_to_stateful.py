@@ -24,9 +24,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_server.core.errors import CanonicalError
 
 from ..conftest import ROOT, server_env
-from .test_gateway import report_of
-from .test_gateway_conformance import TARGET, free_port, running
-from .test_gateway_http import HEADERS, Gateway, body_of, http_gateway, rpc
+from ..processes import free_port, running
+from .gateways import HEADERS, TARGET, Gateway, body_of, http_gateway, report_of, rpc
 
 WAIT = 60.0
 MODERN = "2026-07-28"

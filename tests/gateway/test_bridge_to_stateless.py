@@ -23,10 +23,9 @@ from mcp_server.core.errors import CanonicalError
 from mcp_server.gateway.bridge.to_stateless import MAX_ROUNDS
 
 from ..conftest import ROOT, initialize_frame, server_env
-from ..transport.test_http_status_by_version import sdk_session
-from .test_gateway import Peer, gateway_command, report_of
-from .test_gateway_conformance import TARGET, free_port, running
-from .test_gateway_http import http_gateway
+from ..processes import free_port, running
+from .clients import sdk_session
+from .gateways import TARGET, Peer, gateway_command, http_gateway, report_of
 
 WAIT = 60.0
 BRIDGE = ("--bridge", "2026-07-28")

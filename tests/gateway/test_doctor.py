@@ -14,7 +14,7 @@ from mcp_server.registry.schemas import SchemaRegistry
 
 from ..conftest import ROOT, cli, server_env
 from ..node_tools import SERVER_EVERYTHING, npm_bin
-from .test_gateway_conformance import free_port, running
+from ..processes import free_port, running
 
 WAIT = 120.0
 SDK_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "sdk_server.py")]

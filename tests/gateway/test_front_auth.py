@@ -15,31 +15,22 @@ import base64
 import json
 import re
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
-import httpx2
 import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
-from mcp.client.auth import OAuthClientProvider
-from mcp.client.client import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-from pydantic import AnyUrl
 
 from mcp_server.core.errors import CanonicalError
 
 from ..conftest import cli
+from ..processes import free_port
 from ..servers import serving
 from .authorization import WAIT, assert_never_shown, authorization_server, gateway_vars, mint, protected_upstream
-from .conformance import free_port
-from .test_gateway import SDK_UPSTREAM
-from .test_gateway_http import HEADERS, body_of, http_gateway, rpc
+from .clients import oauth_provider, official_client
+from .gateways import HEADERS, SDK_UPSTREAM, body_of, http_gateway, rpc
 
 FRONT_TOKEN = "front-token-planted-8c1e77f0a9b2"
 UPSTREAM_TOKEN = "upstream-token-planted-41d09e3c"
@@ -63,19 +54,6 @@ def _tokens_file(tmp_path: Path, *tokens: str) -> Path:
     path = folder / "front.tokens"
     path.write_text("# who may call the gateway\n" + "\n".join(tokens) + "\n")
     return path
-
-
-@asynccontextmanager
-async def official_client(
-    url: str, *, token: str | None = None, auth: httpx2.Auth | None = None
-) -> AsyncIterator[Client]:
-    """The official client over Streamable HTTP, sending ``Authorization: Bearer token`` or with an
-    OAuth provider (``auth``); its HTTP client closed with it."""
-    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(headers=headers, auth=auth, timeout=httpx2.Timeout(WAIT)) as http:
-        client = Client(streamable_http_client(url, http_client=http), mode="legacy", read_timeout_seconds=WAIT)
-        async with client:
-            yield client
 
 
 async def _echo(url: str, text: str = "hello", **credentials: Any) -> str:
@@ -174,48 +152,6 @@ async def _call_add(url: str, token: str) -> tuple[int, dict[str, str], int | No
     if called.status_code != 200:
         return called.status_code, _challenge(called), None
     return 200, {}, body_of(called)["result"]["structuredContent"]["total"]
-
-
-class _Memory:
-    """The official client's token storage, in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-def oauth_provider(url: str) -> tuple[OAuthClientProvider, _Memory]:
-    """The official client with its OAuth provider: the "browser" is a real HTTP client that opens
-    the authorization URL and follows the authorization server's redirect to the callback."""
-    redirected: list[str] = []
-    redirect_uri = "http://127.0.0.1:9/callback"  # never listened on: the redirect is read, not followed there
-
-    async def open_page(authorization_url: str) -> None:
-        async with httpx.AsyncClient(timeout=WAIT, follow_redirects=False) as browser:
-            response = await browser.get(authorization_url)
-        assert response.is_redirect, response.text
-        redirected.append(response.headers["location"])
-
-    async def come_back() -> AuthorizationCodeResult:
-        query = {key: values[0] for key, values in parse_qs(urlsplit(redirected.pop()).query).items()}
-        return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
-
-    storage = _Memory()
-    metadata = OAuthClientMetadata(redirect_uris=[AnyUrl(redirect_uri)], client_name="sdk-test-client")
-    provider = OAuthClientProvider(url, metadata, storage, redirect_handler=open_page, callback_handler=come_back)
-    return provider, storage
 
 
 def test_the_official_client_with_its_oauth_provider_authorizes_at_a_jwt_front_and_calls_a_tool(tmp_path: Path) -> None:

@@ -18,69 +18,9 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from ..conftest import ROOT, initialize_frame, meta_2026, server_env
-
-WAIT = 30.0
-SDK_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "sdk_server.py")]
-BROKEN_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "broken_server.py")]
-
-
-def gateway_command(*options: str, upstream: list[str] = SDK_UPSTREAM) -> list[str]:
-    return [sys.executable, "-m", "mcp_server", "gateway", *options, "--", *upstream]
-
-
-class Peer:
-    """A raw NDJSON client on the gateway's STDIO, one request at a time."""
-
-    def __init__(
-        self,
-        tmp_path: Path,
-        *options: str,
-        upstream: list[str] = SDK_UPSTREAM,
-        env_extra: dict[str, str] | None = None,
-    ) -> None:
-        self.process = subprocess.Popen(
-            gateway_command(*options, upstream=upstream),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs"), **(env_extra or {})),
-        )
-
-    def send(self, frame: dict[str, Any] | bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write((frame if isinstance(frame, bytes) else json.dumps(frame).encode()) + b"\n")
-        self.process.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line, "the gateway closed stdout"
-        return json.loads(line)
-
-    def call(self, frame: dict[str, Any]) -> dict[str, Any]:
-        self.send(frame)
-        return self.receive()
-
-    def finish(self) -> tuple[int, str]:
-        _, stderr = self.process.communicate(b"", timeout=WAIT)
-        return self.process.returncode, stderr.decode()
-
-
-def children_of(pid: int, *, upstreams_only: bool = False) -> list[str]:
-    """The live child processes of ``pid``, read from /proc (``upstreams_only``: not the log's writer)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            command = (stat.parent / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if upstreams_only and b"mcp_server.observe.writer_process" in command:
-            continue
-        if fields[1] == str(pid) and fields[0] != "Z":
-            found.append(stat.parent.name)
-    return found
+from ..conftest import initialize_frame, meta_2026, server_env
+from ..processes import children_of
+from .gateways import BROKEN_UPSTREAM, SDK_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
 
 
 def _pipe_full(fd: int) -> bool:
@@ -100,17 +40,6 @@ def _upstream_stdin_full(gateway: int) -> bool:
             finally:
                 os.close(fd)
     return False
-
-
-def report_of(tmp_path: Path) -> dict[str, Any]:
-    [path] = sorted((tmp_path / "runs" / "mcp_server" / "gateway").glob("*-report.json"))
-    return json.loads(path.read_text())
-
-
-def handshake(peer: Peer, version: str) -> dict[str, Any]:
-    reply = peer.call(initialize_frame(version, 1))
-    peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    return reply
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
@@ -403,7 +332,7 @@ def test_a_2026_request_through_the_gateway_is_checked_against_2026(tmp_path: Pa
 def http_upstream(request: pytest.FixtureRequest) -> Any:
     """The SDK upstream served over Streamable HTTP on 127.0.0.1 (SSE or JSON replies)."""
 
-    from .conformance import free_port, wait_listening
+    from ..processes import free_port, wait_listening
 
     port = free_port()
     extra = ["json"] if request.param == "json" else []

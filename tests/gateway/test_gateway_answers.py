@@ -27,8 +27,20 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_server.core.errors import CanonicalError
 
 from ..conftest import ROOT, initialize_frame, server_env
-from .test_gateway import BROKEN_UPSTREAM, SDK_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
-from .test_gateway_http import HEADERS, body_of, http_gateway, initialize, rpc
+from .gateways import (
+    BROKEN_UPSTREAM,
+    HEADERS,
+    SDK_UPSTREAM,
+    WAIT,
+    Peer,
+    body_of,
+    gateway_command,
+    handshake,
+    http_gateway,
+    initialize,
+    report_of,
+    rpc,
+)
 
 ELICIT_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "elicit_server.py")]
 PAGED_UPSTREAM = [*BROKEN_UPSTREAM, "--pages"]

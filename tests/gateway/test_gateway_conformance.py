@@ -3,36 +3,40 @@
 pre-release line by the requirement set of each spec revision (issue 22).
 
 `RUNS` is the table of runs: a suite version, a requirement set, and where the suite connects. Each
-suite version's results are compared with its own file, `fixtures/conformance/<name>@<version>.json`:
-a scenario that regresses fails, and so does one that starts passing until the file is updated
-(`MCP_UPDATE_CONFORMANCE=1 pytest -m conformance` rewrites them; review the diff).
+run is a test of its own (parallel workers share them out), its results held to its suite version's
+file, `fixtures/conformance/<name>@<version>.json`: a scenario that regresses fails, and so does one
+that starts passing until the file is updated (`MCP_UPDATE_CONFORMANCE=1 pytest -m conformance`
+rewrites them; review the diff). What the runs must have in common (the same results through the
+gateway as direct) is checked on those files, which the runs are held to.
+
+A gateway before a STDIO target starts a target per session; the target is imported once and forked
+for each (`tests/upstreams/forks.py`): hundreds of sessions, none spending its second of start-up.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ..conftest import server_env
 from ..node_tools import CONFORMANCE, CONFORMANCE_NEXT, SERVER_EVERYTHING, node_command, npm_bin
-from .conformance import TARGET, SuiteRun, free_port, gateway, results_file, run_suite, running
+from ..processes import UPSTREAMS, forked_server, free_port, running
+from .conformance import gateway, record, results_file, run_suite
+from .gateways import TARGET
 
 pytestmark = pytest.mark.conformance
 
 REVISIONS = ("2025-11-25", "2026-07-28")  # the pre-release line's requirement sets (`--requirements`)
 # (requirement set, scenario) → why the gateway fails what the target passes served directly. A gap
 # the gateway closes must leave this table: the test checks each still fails through the gateway.
-GATEWAY_GAPS: dict[tuple[str, str], str] = {
-    ("2026-07-28", "server-stateless"): "two of its checks call diagnostic tools the target does not list"
-    " (test_streaming_elicitation, test_logging_tool) and take its answer to an unknown tool for a pass;"
-    " the gateway refuses a tool its upstream does not list (tool_not_found; issue 30 row 9, ADR 26)",
-}
+GATEWAY_GAPS: dict[tuple[str, str], str] = {}
 # Scenarios of the release line that call a tool server-everything does not list: it answers with a
 # tool result saying so, which the scenario takes for a pass; the gateway, which refuses a tool its
 # upstream does not list (`tool_not_found`, -32602, as the MCP spec answers an unknown tool; issue
@@ -112,86 +116,114 @@ RUNS: tuple[Run, ...] = (
 )
 
 
-def commands(server: str, port: int) -> tuple[list[str], list[str]]:
-    """``server``'s STDIO command, and its Streamable HTTP one on ``port``."""
-    if server == "target":
-        return [*TARGET], [*TARGET, "--http", str(port)]
+Stdio = Callable[[tuple[str, ...]], list[str]]  # the target's options → its STDIO command
+# The requirement sets run against the target started afresh for each session, not forked: through
+# the gateway, the forked target's prompt-list change is not seen on the 2026-07-28 listen stream
+# (`server-stateless` warns), while a target started afresh passes it (why is not yet known).
+STARTED_PER_SESSION = {"2026-07-28"}
+
+
+@pytest.fixture(scope="module")
+def target_stdio() -> Iterator[Stdio]:
+    """The target's STDIO command with given options: one session of a target imported once for them."""
+    with ExitStack() as stack:
+        started: dict[tuple[str, ...], list[str]] = {}
+
+        def command(options: tuple[str, ...]) -> list[str]:
+            if options not in started:
+                started[options] = stack.enter_context(forked_server(UPSTREAMS / "conformance_target.py", *options))
+            return started[options]
+
+        yield command
+
+
+def commands(endpoint: Endpoint, port: int, target_stdio: Stdio | None) -> tuple[list[str], list[str]]:
+    """The endpoint's server: its STDIO command, and its Streamable HTTP one on ``port``."""
+    if endpoint.server == "target":
+        options = endpoint.server_options
+        stdio = [*TARGET, *options] if target_stdio is None else target_stdio(options)
+        return stdio, [*TARGET, "--http", str(port), *options]
     everything = str(npm_bin(SERVER_EVERYTHING, "mcp-server-everything"))
     return [everything, "stdio"], [everything, "streamableHttp"]  # the port from $PORT
 
 
 @contextmanager
-def serving(endpoint: Endpoint, tmp_path: Path) -> Iterator[str]:
+def serving(endpoint: Endpoint, tmp_path: Path, target_stdio: Stdio | None) -> Iterator[str]:
     """The URL the suite connects to for ``endpoint``, while it is served."""
     port = free_port()
-    stdio, http = commands(endpoint.server, port)
+    stdio, http = commands(endpoint, port, target_stdio)
     env = server_env(tmp_path, PORT=str(port))
     own_url = f"http://127.0.0.1:{port}/mcp"
     if endpoint.route == "gateway":
-        command, url, gateway_env = gateway(tmp_path, [*stdio, *endpoint.server_options], *endpoint.gateway_options)
-        with running(command, url, gateway_env):
+        with gateway(tmp_path, stdio, *endpoint.gateway_options) as url:
             yield url
         return
-    with running([*http, *endpoint.server_options], own_url, env):
+    with running(http, own_url, env):
         if endpoint.route == "direct":
             yield own_url
             return
-        command, url, gateway_env = gateway(tmp_path, [], "--upstream", own_url, *endpoint.gateway_options)
-        with running(command, url, gateway_env):
+        with gateway(tmp_path, [], "--upstream", own_url, *endpoint.gateway_options) as url:
             yield url
 
 
-def run_all(tmp_path: Path) -> dict[str, dict[str, SuiteRun]]:
-    """suite → run key → what it found; each endpoint served once for all its runs."""
-    suites = {suite: node_command(suite, "conformance") for suite in {run.suite for run in RUNS}}
-    found: dict[str, dict[str, SuiteRun]] = {suite: {} for suite in suites}
-    for endpoint in dict.fromkeys(run.endpoint for run in RUNS):
-        with serving(endpoint, tmp_path) as url:
-            for n, run in enumerate(r for r in RUNS if r.endpoint == endpoint):
-                extra = () if run.revision is None else ("--requirements", run.revision)
-                out = tmp_path / "out" / endpoint.name / str(n)
-                found[run.suite][run.key] = run_suite(suites[run.suite], url, out, *extra)
-    return found
-
-
-def document(suite: str, runs: dict[str, SuiteRun]) -> dict[str, object]:
-    """One suite version's results file: the packages, each run's results, and per requirement set
-    the scenarios it runs without scoring (the same whatever the endpoint)."""
-    not_scored: dict[str, dict[str, str]] = {}
-    for run in RUNS:
-        if run.suite == suite and run.revision is not None:
-            found = not_scored.setdefault(run.revision, runs[run.key].not_scored)
-            assert runs[run.key].not_scored == found, f"{run.key}: another not-scored set"
+def packages(suite: str) -> list[str]:
+    """The npm packages a suite version's results depend on: the suite, and the servers it ran against."""
     everything = any(run.suite == suite and run.endpoint.server == "everything" for run in RUNS)
-    return {
-        "packages": [suite, SERVER_EVERYTHING] if everything else [suite],
-        "runs": {key: run.results for key, run in sorted(runs.items())},
-        "not_scored": not_scored,
-    }
+    return [suite, SERVER_EVERYTHING] if everything else [suite]
+
+
+def _run_id(run: Run) -> str:
+    return f"{run.suite.rsplit('@', 1)[1]}/{run.key}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", RUNS, ids=_run_id)
+def test_each_run_of_the_suite_gives_its_recorded_results(run: Run, tmp_path: Path, target_stdio: Stdio) -> None:
+    """Issues 9, 18, 22: the suite run against the target (or server-everything) served directly,
+    through the gateway before a STDIO upstream, before `--upstream URL`, or through the era bridge,
+    gives each scenario the result its suite version's file records for that run, and runs the
+    scenarios that file says its requirement set leaves unscored."""
+    extra = () if run.revision is None else ("--requirements", run.revision)
+    with serving(run.endpoint, tmp_path, None if run.revision in STARTED_PER_SESSION else target_stdio) as url:
+        found = run_suite(node_command(run.suite, "conformance"), url, tmp_path / "out", *extra)
+    if os.environ.get("MCP_UPDATE_CONFORMANCE") == "1":
+        record(run.suite, run.key, found, run.revision, packages(run.suite))
+    recorded = json.loads(results_file(run.suite).read_text())
+    assert found.results == recorded["runs"][run.key]
+    if run.revision is not None:
+        assert found.not_scored == recorded["not_scored"][run.revision]
 
 
 def passes(results: dict[str, str]) -> set[str]:
     return {scenario for scenario, result in results.items() if result == "pass"}
 
 
-def test_the_conformance_suite_gives_the_same_results_through_the_gateway_as_direct(tmp_path: Path) -> None:
+def _recorded() -> dict[str, dict[str, Any]]:
+    """Each suite version's file, checked to hold the runs of ``RUNS`` and nothing else."""
+    documents = {}
+    for suite in dict.fromkeys(run.suite for run in RUNS):
+        document = json.loads(results_file(suite).read_text())
+        assert sorted(document["runs"]) == sorted(run.key for run in RUNS if run.suite == suite)
+        assert sorted(document["not_scored"]) == sorted({run.revision for run in RUNS if run.suite == suite} - {None})
+        assert document["packages"] == packages(suite)
+        documents[suite] = document
+    return documents
+
+
+def test_the_recorded_results_are_the_same_through_the_gateway_as_direct() -> None:
     """Issues 9, 18, 22: every scenario the target passes served directly passes through the gateway,
     before a STDIO upstream and before `--upstream URL`, and through the era bridge each scenario
-    whose features both eras have; the target passes all that 2026-07-28 requires."""
-    found = run_all(tmp_path)
-    documents = {suite: document(suite, runs) for suite, runs in found.items()}
-    if os.environ.get("MCP_UPDATE_CONFORMANCE") == "1":
-        for suite, content in documents.items():
-            results_file(suite).parent.mkdir(parents=True, exist_ok=True)
-            results_file(suite).write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
-    release = {key: run.results for key, run in found[CONFORMANCE].items()}
+    whose features both eras have; the target passes all that 2026-07-28 requires. On the files
+    each run is held to (`test_each_run_of_the_suite_gives_its_recorded_results`)."""
+    documents = _recorded()
+    release = documents[CONFORMANCE]["runs"]
     assert release["target/gateway"] == release["target/direct"]
     assert release["target/upstream"] == release["target/gateway"]
     assert set(release["target/gateway"].values()) == {"pass"}
     everything_direct, everything_gateway = passes(release["everything/direct"]), passes(release["everything/gateway"])
     assert everything_direct - EVERYTHING_UNLISTED <= everything_gateway
     assert everything_direct - everything_gateway >= EVERYTHING_UNLISTED
-    next_line = {key: run.results for key, run in found[CONFORMANCE_NEXT].items()}
+    next_line = documents[CONFORMANCE_NEXT]["runs"]
     for revision in REVISIONS:
         direct = passes(next_line[f"{revision}/{DIRECT.name}"])
         gaps = {scenario for known, scenario in GATEWAY_GAPS if known == revision}
@@ -203,7 +235,6 @@ def test_the_conformance_suite_gives_the_same_results_through_the_gateway_as_dir
         not_shared = {scenario for known, scenario in BRIDGE_GAPS if known == revision}
         assert direct - not_shared <= bridged, f"{revision} through the bridge"
         assert not_shared <= direct - bridged, f"{revision} through the bridge: a gap is closed, or no gap"
-    required = found[CONFORMANCE_NEXT][f"2026-07-28/{DIRECT.name}"]
-    assert {s: r for s, r in required.results.items() if s not in required.not_scored and r != "pass"} == {}
-    for suite, content in documents.items():
-        assert content == json.loads(results_file(suite).read_text()), results_file(suite).name
+    required = next_line[f"2026-07-28/{DIRECT.name}"]
+    not_scored = documents[CONFORMANCE_NEXT]["not_scored"]["2026-07-28"]
+    assert {s: r for s, r in required.items() if s not in not_scored and r != "pass"} == {}

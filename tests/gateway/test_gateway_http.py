@@ -12,9 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,105 +23,23 @@ from mcp.client.client import Client
 from mcp_server.core.errors import CanonicalError
 
 from ..conftest import server_env
-from .test_gateway import BROKEN_UPSTREAM, SDK_UPSTREAM, children_of, report_of
-from .test_gateway_conformance import TARGET, free_port, running
-from .test_gateway_policy import APPROVAL_POLICY, approve_then_refuse
-
-WAIT = 30.0
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-VERSION = "2025-11-25"
-
-
-@dataclass
-class Gateway:
-    process: subprocess.Popen[bytes]
-    url: str
-
-    def children(self) -> list[str]:
-        return children_of(self.process.pid, upstreams_only=True)
-
-
-@contextmanager
-def http_gateway(
-    tmp_path: Path, *options: str, upstream: list[str] = TARGET, env: dict[str, str] | None = None
-) -> Iterator[Gateway]:
-    """``mcp-server gateway --listen http://127.0.0.1:0/mcp OPTIONS -- UPSTREAM`` (``env``: variables
-    of its own); its URL from the ready file."""
-    ready = tmp_path / f"gateway-{time.monotonic_ns()}.ready"
-    command = [sys.executable, "-m", "mcp_server", "gateway", "--listen", "http://127.0.0.1:0/mcp", *options]
-    if "--upstream" not in options:
-        command += ["--", *upstream]
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs"), **(env or {})),
-    )
-    deadline = time.monotonic() + WAIT
-    while not (ready.exists() and ready.read_text().endswith("\n")):
-        assert process.poll() is None, f"the gateway exited {process.returncode}"
-        assert time.monotonic() < deadline, "the gateway never became ready"
-        time.sleep(0.02)
-    gateway = Gateway(process, ready.read_text().split()[-1])
-    try:
-        yield gateway
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(WAIT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(WAIT)
-        assert process.stderr is not None
-        process.stderr.close()
-
-
-def rpc(request_id: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    frame: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-    if params is not None:
-        frame["params"] = params
-    return frame
-
-
-def initialize(client: httpx.Client, url: str) -> str:
-    """A raw handshake; the session id the gateway issued."""
-    params = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
-    response = client.post(url, json=rpc(0, "initialize", params), headers=HEADERS)
-    assert response.status_code == 200, response.text
-    session_id = response.headers["mcp-session-id"]
-    accepted = client.post(
-        url,
-        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-        headers={**HEADERS, "Mcp-Session-Id": session_id},
-    )
-    assert accepted.status_code == 202
-    return session_id
-
-
-def body_of(response: httpx.Response) -> dict[str, Any]:
-    """The JSON-RPC reply in a JSON or single-event SSE response."""
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-        return json.loads(data[-1])
-    return response.json()
-
-
-def assert_refused(response: httpx.Response, member: CanonicalError) -> None:
-    assert response.status_code == member.http_status, response.text
-    assert response.json()["error"]["code"] == member.mcp_code
-    assert response.json()["error"]["data"]["reason"] == member.reason
-
-
-def wait_gone(pid: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while Path(f"/proc/{pid}").exists():
-        stat = Path(f"/proc/{pid}/stat").read_text() if Path(f"/proc/{pid}/stat").exists() else ""
-        if ") Z " in stat:
-            break  # exited, waiting to be reaped by its parent
-        assert time.monotonic() < deadline, f"upstream {pid} still running"
-        time.sleep(0.02)
+from ..processes import free_port, running, wait_gone
+from .clients import approve_then_refuse
+from .gateways import (
+    APPROVAL_POLICY,
+    BROKEN_UPSTREAM,
+    HEADERS,
+    SDK_UPSTREAM,
+    TARGET,
+    VERSION,
+    WAIT,
+    assert_refused,
+    body_of,
+    http_gateway,
+    initialize,
+    report_of,
+    rpc,
+)
 
 
 async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:

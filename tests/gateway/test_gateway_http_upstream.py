@@ -18,8 +18,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from ..conftest import ROOT, server_env
-from .test_gateway import report_of
-from .test_gateway_conformance import free_port, running
+from ..processes import free_port, running
+from .gateways import report_of
 
 WAIT = 30.0
 GET_STREAM_UPSTREAM = [sys.executable, str(ROOT / "tests" / "upstreams" / "get_stream_server.py")]

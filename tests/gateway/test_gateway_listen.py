@@ -18,8 +18,7 @@ import httpx
 from mcp.client.client import Client
 from mcp.shared.subscriptions import ToolsListChanged
 
-from .test_gateway import report_of
-from .test_gateway_http import HEADERS, WAIT, body_of, http_gateway, rpc
+from .gateways import HEADERS, WAIT, body_of, http_gateway, report_of, rpc
 
 VERSION = "2026-07-28"
 META = {

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import pytest
-from mcp import types
-from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.shared.exceptions import MCPError
 
 from mcp_server.core.errors import CanonicalError
 
 from ..conftest import ROOT, server_env
-from .test_gateway import WAIT, Peer, gateway_command, handshake, report_of
+from .clients import approve_then_refuse
+from .gateways import APPROVAL_POLICY, WAIT, Peer, gateway_command, handshake, report_of
 
 SECRET = "sk_live_abcdefghijklmnop0123"
 POLICY = """
@@ -110,35 +105,6 @@ def test_an_http_upstream_outside_the_outbound_allowlist_is_refused_at_start(tmp
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert result.returncode == 2 and "domain_not_allowed" in result.stderr.decode()
-
-
-APPROVAL_POLICY = '[[tool]]\nmatch = "echo"\napproval = true\n'
-
-
-def approve_then_refuse(server: StdioServerParameters | str) -> list[str]:
-    """Through the gateway at ``server`` (its STDIO command, or its HTTP URL), the official SDK client
-    calls the held tool `echo` twice, its user answering yes then no, then a tool nobody holds.
-    Returns the questions the user was asked."""
-    answers = iter([True, False])
-    asked: list[str] = []
-
-    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": next(answers)})
-
-    async def session() -> None:
-        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=answer) as client:
-            approved = await client.call_tool("echo", {"text": "hello"})
-            assert approved.is_error is False and approved.content[0].text == "hello"
-            with pytest.raises(MCPError) as refused:
-                await client.call_tool("echo", {"text": "again"})
-            assert refused.value.error.code == CanonicalError.APPROVAL_DENIED.mcp_code
-            assert refused.value.error.data["policy_violation"] is True
-            added = await client.call_tool("add", {"a": 1, "b": 2})  # not held: no approval rule
-            assert added.structured_content == {"total": 3}
-
-    asyncio.run(asyncio.wait_for(session(), WAIT))
-    return asked
 
 
 def test_the_gateway_asks_an_elicitation_capable_client_to_approve_a_held_call(tmp_path: Path) -> None:

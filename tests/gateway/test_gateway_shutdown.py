@@ -12,7 +12,6 @@ import selectors
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,11 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.harness.golden import wait_ready
-
 from ..conftest import initialize_frame, server_env
-from .test_gateway import BROKEN_UPSTREAM, children_of
-from .test_gateway_conformance import TARGET, free_port, running
+from ..processes import children_of, free_port, running
+from .gateways import BROKEN_UPSTREAM, TARGET, started_gateway
 
 WAIT = 30.0
 EXIT_WITHIN = 1.5  # issue 18: within 1 s, with room for a loaded machine
@@ -85,26 +82,11 @@ def upstream_options(tmp_path: Path, kind: str, command: list[str]) -> Iterator[
 @contextmanager
 def gateway(tmp_path: Path, front: str, options: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """The gateway on ``front``, ready; its address (the socket path or the URL)."""
-    ready, stderr = tmp_path / "gateway.ready", tmp_path / "gateway.stderr"
     listen = {"stdio": "stdio", "unix": f"unix:{tmp_path / 'gw.sock'}", "http": "http://127.0.0.1:0/mcp"}[front]
-    env = server_env(tmp_path, MCP_READY_FILE=str(ready), MCP_RUNS_DIR=str(tmp_path / "runs"))
-    with stderr.open("wb") as errors:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_server", "gateway", "--listen", listen, *options],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            env=env,
-        )
-    try:
-        yield process, wait_ready(process, ready, stderr)
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(WAIT)
-        for pipe in (process.stdin, process.stdout):
-            if pipe is not None:
-                pipe.close()
+    stderr = tmp_path / "gateway.stderr"
+    pipe = subprocess.PIPE
+    with started_gateway(tmp_path, "--listen", listen, *options, stdin=pipe, stdout=pipe, stderr=stderr) as started:
+        yield started
 
 
 @contextmanager
@@ -167,6 +149,7 @@ def reports(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "runs" / "mcp_server" / "gateway").glob("*-report.json"))
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("kind", ["stdio", "http"])
 @pytest.mark.parametrize("front", ["stdio", "unix", "http"])
 def test_sigterm_writes_the_report_and_exits_within_a_second(tmp_path: Path, front: str, kind: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +16,11 @@ from mcp.client.stdio import StdioServerParameters
 
 from mcp_server.core.errors import CanonicalError
 
-from ..conftest import ROOT, cli, server_env
-from .test_gateway import BROKEN_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
-from .test_gateway_conformance import free_port, running
+from ..conftest import cli, server_env
+from ..processes import free_port, running
+from .gateways import BROKEN_UPSTREAM, DRIFTING, WAIT, Peer, gateway_command, handshake, lock, report_of
 
-DRIFTING = [sys.executable, str(ROOT / "tests" / "upstreams" / "drifting_server.py")]
 NOT_LOCKED = CanonicalError.TOOL_NOT_LOCKED
-
-
-def lock(tmp_path: Path, *args: str, upstream: list[str] = DRIFTING, output: str = "mcp.lock.json") -> Path:
-    """``mcp-server lock --output FILE ARGS -- UPSTREAM``; the lockfile written."""
-    result = cli(tmp_path, "lock", "--output", output, *args, "--", *upstream, wait=WAIT)
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr
-    return tmp_path / output
 
 
 def tools_seen(tmp_path: Path, *options: str, upstream: list[str]) -> list[str]:

@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from ..conftest import ROOT, server_env
 from ..node_tools import SERVER_EVERYTHING, SERVER_FILESYSTEM, SERVER_MEMORY, inspector_cli, node_command
-from .conformance import free_port, running
+from ..processes import free_port, running
 
 WAIT = 60.0
 OWN = [sys.executable, str(ROOT / "tests" / "upstreams" / "matrix_server.py")]

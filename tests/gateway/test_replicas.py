@@ -10,114 +10,39 @@ import json
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, ExitStack, contextmanager
-from dataclasses import dataclass
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
-import pytest
 from mcp import types
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_server.core.errors import CanonicalError
 
-from ..conftest import ROOT, server_env
-from ..distro import find_program
+from ..conftest import server_env
 from ..node_tools import CONFORMANCE, CONFORMANCE_NEXT, node_command
-from ..transport.test_child_process import alive
-from ..transport.test_http_status_by_version import sdk_session
+from ..processes import children_of, free_port
 from .authorization import authorization_server
-from .conformance import TARGET, SuiteRun, free_port, results_file, run_suite
-from .test_front_auth import oauth_provider, official_client
-from .test_gateway import SDK_UPSTREAM, children_of, report_of
-from .test_gateway_http import HEADERS, Gateway, body_of, http_gateway, rpc
-from .test_gateway_policy import APPROVAL_POLICY
+from .clients import oauth_provider, official_client, sdk_session
+from .conformance import SuiteRun, results_file, run_suite
+from .gateways import (
+    APPROVAL_POLICY,
+    HEADERS,
+    SDK_UPSTREAM,
+    STATELESS_HEADERS,
+    TARGET,
+    body_of,
+    http_gateway,
+    report_of,
+    rpc,
+    stateless_call,
+)
+from .replicas import KEY, REPLICAS, all_gone, balanced
 
 WAIT = 60.0
-HAPROXY_CONFIG = ROOT / "deploy" / "haproxy" / "haproxy.cfg"
-REPLICAS = 3
-KEY = "replicas-share-this-key-of-32-bytes-or-more"
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
-
-
-@dataclass
-class Pool:
-    url: str  # the load balancer's MCP endpoint
-    replicas: list[Gateway]
-    dirs: list[Path]  # each replica's own run directory
-
-    def upstreams(self) -> list[list[str]]:
-        """Each replica's live upstream processes."""
-        return [replica.children() for replica in self.replicas]
-
-
-def _haproxy() -> str:
-    found, why = find_program("haproxy", "haproxy")
-    if found is None:
-        pytest.skip(f"HAProxy is needed for the load-balancer tests: {why}")
-    return found
-
-
-def _wait_healthy(url: str, haproxy: subprocess.Popen[bytes], log: Path) -> None:
-    """Until the load balancer answers a health check through to a replica."""
-    deadline = time.monotonic() + WAIT
-    health = url.removesuffix("/mcp") + "/health"
-    while True:
-        assert haproxy.poll() is None, f"haproxy exited {haproxy.returncode}: {log.read_text()[-2000:]}"
-        try:
-            if httpx.get(health, timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the load balancer never answered"
-        time.sleep(0.05)
-
-
-@contextmanager
-def balanced(
-    tmp_path: Path, *options: str, upstream: list[str] = SDK_UPSTREAM, port: int | None = None, **env: str
-) -> Iterator[Pool]:
-    """HAProxy with the shipped configuration (on ``port``, else a free one) before three gateway
-    replicas (``options``, ``env``); on the way out, no process of theirs is left."""
-    executable = _haproxy()
-    dirs = [tmp_path / f"replica-{index}" for index in range(1, REPLICAS + 1)]
-    with ExitStack() as stack:
-        replicas = []
-        for directory in dirs:
-            directory.mkdir()
-            replicas.append(stack.enter_context(http_gateway(directory, *options, upstream=upstream, env=env)))
-        port, log = port or free_port(), tmp_path / "haproxy.log"
-        addresses = {f"MCP_GATEWAY_{i}": urlsplit(r.url).netloc for i, r in enumerate(replicas, start=1)}
-        haproxy = subprocess.Popen(
-            [executable, "-db", "-f", str(HAPROXY_CONFIG)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stack.enter_context(log.open("wb")),
-            env=server_env(tmp_path, MCP_LB_BIND=f"127.0.0.1:{port}", **addresses),
-        )
-        pool = Pool(f"http://127.0.0.1:{port}/mcp", replicas, dirs)
-        try:
-            _wait_healthy(pool.url, haproxy, log)
-            yield pool
-        finally:
-            haproxy.terminate()
-            haproxy.wait(WAIT)
-            spawned = [pid for replica in replicas for pid in children_of(replica.process.pid)]
-            stack.close()  # every replica stopped (SIGTERM)
-            assert _all_gone(spawned), "a process outlived its replica"
-
-
-def _all_gone(pids: list[str]) -> bool:
-    """Whether every process of ``pids`` has ended, waiting for the last ones a bounded time."""
-    deadline = time.monotonic() + WAIT
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not any(alive(pid) for pid in pids)
 
 
 async def _calls(session: Any, tag: str, rounds: range) -> list[str]:
@@ -222,21 +147,9 @@ def test_a_replica_killed_mid_run_costs_only_its_own_sessions_a_reinitialise(tmp
             return sessions_there, orphans
 
         lost, orphans = asyncio.run(run())
-        assert _all_gone(orphans), "a process outlived its killed replica"
+        assert all_gone(orphans), "a process outlived its killed replica"
     assert lost == 4  # 12 stateful sessions round-robin over three replicas
     assert outcomes.count("reinitialised") == lost and outcomes.count("kept") == 12 - lost
-
-
-def _stateless_call(arguments: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-    }
-    return rpc(1, "tools/call", {"name": "echo", "arguments": arguments, "_meta": meta, **(extra or {})})
-
-
-STATELESS_HEADERS = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
 
 
 def _post(client: httpx.Client, url: str, frame: dict[str, Any]) -> dict[str, Any]:
@@ -258,19 +171,19 @@ def test_a_stateless_call_held_on_one_replica_is_carried_out_once_when_approved_
     policy.write_text(APPROVAL_POLICY)
     with balanced(tmp_path, "--policy", str(policy), MCP_APPROVAL_KEY=KEY) as pool, httpx.Client(timeout=WAIT) as raw:
         a, b, c = (replica.url for replica in pool.replicas)
-        asked = _post(raw, a, _stateless_call({"text": "approved once"}))["result"]
+        asked = _post(raw, a, stateless_call({"text": "approved once"}))["result"]
         assert asked["resultType"] == "input_required"
         [(key, question)] = asked["inputRequests"].items()
         assert question["method"] == "elicitation/create"
         yes = {"inputResponses": {key: {"action": "accept", "content": {"approve": True}}}}
         no = {"inputResponses": {key: {"action": "accept", "content": {"approve": False}}}}
         grant = {"requestState": asked["requestState"]}
-        changed = _post(raw, c, _stateless_call({"text": "something else"}, {**grant, **yes}))
-        declined = _post(raw, c, _stateless_call({"text": "approved once"}, {**grant, **no}))
-        carried = _post(raw, b, _stateless_call({"text": "approved once"}, {**grant, **yes}))
-        again = _post(raw, b, _stateless_call({"text": "approved once"}, {**grant, **yes}))
+        changed = _post(raw, c, stateless_call({"text": "something else"}, {**grant, **yes}))
+        declined = _post(raw, c, stateless_call({"text": "approved once"}, {**grant, **no}))
+        carried = _post(raw, b, stateless_call({"text": "approved once"}, {**grant, **yes}))
+        again = _post(raw, b, stateless_call({"text": "approved once"}, {**grant, **yes}))
         forgery = {"requestState": "mcp-approval.1.e30.AA", **yes}  # shaped like a grant, signed by nobody
-        forged = _post(raw, b, _stateless_call({"text": "approved once"}, forgery))
+        forged = _post(raw, b, stateless_call({"text": "approved once"}, forgery))
         assert carried["result"]["content"][0]["text"] == "approved once"
         assert [_error_of(answer) for answer in (changed, declined, again, forged)] == [
             CanonicalError.APPROVAL_MISMATCH,

@@ -21,7 +21,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_server.core.errors import CanonicalError
 
 from ..conftest import server_env
-from .conformance import TARGET, WAIT, free_port, running
+from ..processes import free_port, running
+from .conformance import WAIT
+from .gateways import TARGET
 
 META_2026 = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 # How the target is served: over STDIO, over Streamable HTTP, and so with its server requests on the GET stream.

@@ -22,10 +22,8 @@ from mcp_server.observe.events import read_events
 from mcp_server.transport.http import bind_tcp
 
 from ..conftest import server_env
-from .test_gateway import WAIT, Peer, handshake
-from .test_gateway_conformance import free_port, running
-from .test_gateway_http import HEADERS, body_of, http_gateway, initialize
-from .test_lockfile import DRIFTING
+from ..processes import free_port, running
+from .gateways import DRIFTING, HEADERS, WAIT, Peer, body_of, handshake, http_gateway, initialize
 
 TRACE, CALLER = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE}-{CALLER}-01"

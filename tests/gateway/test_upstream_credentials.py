@@ -26,7 +26,7 @@ from .authorization import (
     refused_with,
     stdio_client,
 )
-from .test_gateway_http import HEADERS, body_of, http_gateway, rpc
+from .gateways import HEADERS, body_of, http_gateway, rpc
 
 PLANTED = "planted-upstream-token-5f2c9a71d3"
 CLIENT_INFO = {"name": "raw", "version": "1"}

@@ -20,7 +20,8 @@ from mcp_server.core.errors import CanonicalError
 
 from ..conftest import initialize_frame, server_env
 from ..node_tools import SERVER_EVERYTHING, node_command
-from .conformance import free_port, gateway, running
+from ..processes import free_port, running
+from .conformance import gateway
 
 WAIT = 30.0
 DISCOVER = {
@@ -127,8 +128,7 @@ def test_the_sdk_client_in_its_default_mode_connects_through_the_gateway_as_dire
         async with Client(target, read_timeout_seconds=WAIT * 4) as client:
             return sorted(tool.name for tool in (await client.list_tools()).tools)
 
-    command, url, env = gateway(tmp_path, [], "--upstream", everything_http)
-    with running(command, url, env):
+    with gateway(tmp_path, [], "--upstream", everything_http) as url:
         gated = asyncio.run(asyncio.wait_for(tools(url), WAIT))
     assert gated == asyncio.run(asyncio.wait_for(tools(everything_http), WAIT))
 
@@ -148,8 +148,7 @@ def test_the_first_list_after_initialize_through_an_http_upstream_is_the_whole_l
         return [await first_list(target) for _ in range(count)]
 
     direct = asyncio.run(asyncio.wait_for(first_list(everything_http), WAIT))
-    command, url, env = gateway(tmp_path, [], "--upstream", everything_http)
-    with running(command, url, env):
+    with gateway(tmp_path, [], "--upstream", everything_http) as url:
         gated = asyncio.run(asyncio.wait_for(sessions(url, 8), WAIT * 2))
     assert gated == [direct] * 8
 

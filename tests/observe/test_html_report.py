@@ -18,8 +18,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from ..browser import find_chromium, page
 from ..conftest import ROOT, server_env
-from ..gateway.test_gateway import BROKEN_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
-from ..gateway.test_gateway_policy import APPROVAL_POLICY, approve_then_refuse
+from ..gateway.clients import approve_then_refuse
+from ..gateway.gateways import APPROVAL_POLICY, BROKEN_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
 
 SECRET = "sk_live_abcdefghijklmnop0123"
 HOSTILE = "<script>alert(1)</script>"

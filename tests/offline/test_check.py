@@ -17,55 +17,7 @@ from mcp_server.offline.check import RULES, CaptureError, check_capture
 from mcp_server.registry.schemas import SchemaRegistry
 
 from ..conftest import ROOT, initialize_frame, meta_2026, server_env
-
-WAIT = 30.0
-SDK_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "sdk_server.py")]
-C2S, S2C = "client_to_server", "server_to_client"
-
-Record = tuple[str, dict[str, Any]]
-
-
-class Recorder:
-    """A raw NDJSON client of a real MCP server process, recording every frame with its direction."""
-
-    def __init__(self, tmp_path: Path, command: list[str] = SDK_SERVER) -> None:
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=server_env(tmp_path),
-        )
-        self.records: list[Record] = []
-
-    def send(self, frame: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.records.append((C2S, frame))
-        self.process.stdin.write(json.dumps(frame).encode() + b"\n")
-        self.process.stdin.flush()
-
-    def answer(self, request_id: int) -> dict[str, Any]:
-        """Read (and record) server frames until the response to ``request_id``."""
-        assert self.process.stdout is not None
-        while True:
-            line = self.process.stdout.readline()
-            assert line, "the server closed stdout"
-            frame = json.loads(line)
-            self.records.append((S2C, frame))
-            if frame.get("id") == request_id and "method" not in frame:
-                return frame
-
-    def call(self, frame: dict[str, Any]) -> dict[str, Any]:
-        self.send(frame)
-        return self.answer(frame["id"])
-
-    def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=WAIT)
-        finally:
-            self.process.stdout.close()
+from .captures import C2S, S2C, SDK_SERVER, WAIT, Record, Recorder, handshake, run_check, write_raw, write_wrapped
 
 
 def record_session(tmp_path: Path, version: str) -> list[Record]:
@@ -104,27 +56,6 @@ def session_2025(tmp_path_factory: pytest.TempPathFactory) -> list[Record]:
 @pytest.fixture(scope="module")
 def session_2026(tmp_path_factory: pytest.TempPathFactory) -> list[Record]:
     return record_session(tmp_path_factory.mktemp("sdk-2026"), "2026-07-28")
-
-
-def write_wrapped(path: Path, records: list[Record]) -> Path:
-    path.write_text("".join(json.dumps({"direction": d, "frame": f}) + "\n" for d, f in records))
-    return path
-
-
-def write_raw(path: Path, records: list[Record]) -> Path:
-    path.write_text("".join(json.dumps(f) + "\n" for _, f in records))
-    return path
-
-
-def run_check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_server", "check", *args],
-        capture_output=True,
-        text=True,
-        timeout=WAIT * 2,
-        env=server_env(tmp_path),
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def line_of(records: list[Record], direction: str, **match: Any) -> int:
@@ -367,18 +298,6 @@ def check_lines(tmp_path: Path, registry: SchemaRegistry, lines: list[Any], **op
         for line in lines:
             out.write((line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n")
     return check_capture(capture, registry=registry, **options).to_document()
-
-
-def handshake(version: str = "2025-11-25") -> list[dict[str, Any]]:
-    return [
-        initialize_frame(version, 1),
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "result": {"protocolVersion": version, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ]
 
 
 def test_a_server_request_and_its_client_response_are_recognised_by_method_and_id(

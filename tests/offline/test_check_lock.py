@@ -10,8 +10,8 @@ from pathlib import Path
 from mcp_server.offline.check import LOCKED_RULES, RULES
 
 from ..conftest import initialize_frame, server_env
-from ..gateway.test_lockfile import DRIFTING, lock
-from .test_check import C2S, Record, Recorder, run_check, write_wrapped
+from ..gateway.gateways import DRIFTING, lock
+from .captures import C2S, Record, Recorder, run_check, write_wrapped
 
 
 class DriftRecorder(Recorder):

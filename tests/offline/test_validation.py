@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import mcp_server.offline.library as validation
 from mcp_server.chain.compose import build_chain
@@ -34,38 +33,21 @@ from mcp_server.offline.library import (
 )
 from mcp_server.registry.schemas import SchemaRegistry
 
-from ..conftest import ROOT, initialize_frame, meta_2026
+from ..conftest import ROOT, initialize_frame
+from ..frames import (
+    STATELESS,
+    VERSIONS,
+    definitions_of,
+    frames_for,
+    methods_in,
+    mutated_frame,
+    params,
+    schema_of,
+    sound_frames,
+)
 from ..generate import from_schema
 
-VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
-STATELESS = "2026-07-28"
 EXAMPLES = ROOT / "schemas" / "mcp" / STATELESS / "examples"
-
-
-def schema_of(version: str) -> dict[str, Any]:
-    document: dict[str, Any] = jsonio.loads((ROOT / "schemas" / "mcp" / version / "schema.json").read_bytes())
-    return document
-
-
-def definitions_of(version: str) -> dict[str, Any]:
-    document = schema_of(version)
-    return dict(document.get("$defs") or document["definitions"])
-
-
-def methods_in(version: str, *unions: str) -> set[str]:
-    """Method names read straight from the schema file: each union member's ``method`` const."""
-    definitions = definitions_of(version)
-    found = set()
-    for union in unions:
-        for member in definitions.get(union, {}).get("anyOf", []):
-            name = member["$ref"].rsplit("/", 1)[-1]
-            found.add(definitions[name]["properties"]["method"]["const"])
-    return found
-
-
-def params(version: str, **fields: Any) -> dict[str, Any]:
-    """Request params as ``version`` wants them (2026-07-28 carries the per-request ``_meta``)."""
-    return meta_2026(**fields) if version == STATELESS else fields
 
 
 def paths(result: ValidationResult) -> list[str]:
@@ -645,75 +627,6 @@ def test_instances_generated_from_the_schemas_own_definitions_pass(name: str, me
     check()
 
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**40), 2**40)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=6),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    max_leaves=6,
-)
-
-
-def sound_frames(version: str) -> list[dict[str, Any]]:
-    """Frames a client plausibly sends at ``version`` (most valid; the chain is the oracle, not this list)."""
-    call = params(version, name="add", arguments={"a": 1})
-    frames: list[dict[str, Any]] = [
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
-        {"jsonrpc": "2.0", "id": "b", "method": "tools/list", "params": params(version)},
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
-    ]
-    if version != STATELESS:  # 2026-07-28: progress is the server's only, and there is no handshake
-        frames += [
-            {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 0.5}},
-            initialize_frame(version, 3),
-            {"jsonrpc": "2.0", "id": 4, "method": "ping"},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        ]
-    else:
-        frames.append({"jsonrpc": "2.0", "id": 5, "method": "server/discover", "params": params(version)})
-    return frames
-
-
-def _mutated(frame: dict[str, Any], change: str, value: Any) -> dict[str, Any]:
-    frame = copy.deepcopy(frame)
-    if change == "id":
-        frame["id"] = value
-    elif change == "drop":
-        frame.pop(value, None)
-    elif change == "params":
-        frame["params"] = value
-    elif change == "param" and isinstance(frame.get("params"), dict):
-        frame["params"]["name" if "name" in frame["params"] else "requestId"] = value
-    elif change == "method":
-        frame["method"] = value
-    elif change == "jsonrpc":
-        frame["jsonrpc"] = value
-    return frame
-
-
-def frames_for(version: str) -> Any:
-    """Requests and notifications, valid and not: sound frames, mutated ones, and arbitrary ones."""
-    methods = sorted(methods_in(version, "ClientRequest", "ServerRequest", "ClientNotification", "ServerNotification"))
-    sound = st.sampled_from(sound_frames(version))
-    changes = st.one_of(
-        st.tuples(st.just("none"), st.none()),
-        st.tuples(st.just("id"), st.integers(-5, 5) | st.text(max_size=3) | st.none() | st.floats(allow_nan=False)),
-        st.tuples(st.just("drop"), st.sampled_from(["id", "params", "jsonrpc"])),
-        st.tuples(st.just("params"), json_values),
-        st.tuples(st.just("param"), json_values),
-        st.tuples(st.just("method"), st.sampled_from([*methods, "no/such"])),
-        st.tuples(st.just("jsonrpc"), st.sampled_from(["1.0", 2])),
-    )
-    mutated = st.builds(lambda frame, change: _mutated(frame, *change), sound, changes)
-    arbitrary = st.fixed_dictionaries(
-        {"method": st.sampled_from([*methods, "no/such"]) | st.integers(0, 3)},
-        optional={"jsonrpc": st.just("2.0"), "id": st.integers(0, 9), "params": json_values},
-    )
-    return st.one_of(sound, mutated, mutated, mutated, arbitrary, st.binary(max_size=24))
-
-
 def chain_verdict(registry: SchemaRegistry, version: str, frame: bytes) -> Rejection | None:
     """The real chain (size guard … schema check) on a session already running ``version``."""
     chain = build_chain(registry, Direction.CLIENT_TO_SERVER)
@@ -753,6 +666,6 @@ def test_the_property_sees_frames_the_chain_passes_and_frames_it_refuses(
     """Guard: the parity property above is not vacuous (both verdicts occur)."""
     for frame in sound_frames(version):
         assert chain_verdict(registry, version, jsonio.dumps(frame)) is None, frame
-    broken = _mutated(sound_frames(version)[0], "param", 7)
+    broken = mutated_frame(sound_frames(version)[0], "param", 7)
     rejection = chain_verdict(registry, version, jsonio.dumps(broken))
     assert rejection is not None and rejection.error is CanonicalError.INVALID_PARAMS

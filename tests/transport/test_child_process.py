@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ..conftest import server_env
-from ..gateway.test_gateway import children_of
+from ..processes import alive, children_of
 
 WAIT = 20.0
 # Ignores SIGTERM and never reads its input: only SIGKILL ends it. It says when it is ready (in words
@@ -25,15 +25,6 @@ STUBBORN = [
     "sys.stderr.write('set' + 'tled\\n'); sys.stderr.flush()\n"
     "time.sleep(120)\n",
 ]
-
-
-def alive(pid: str) -> bool:
-    """Whether the process ``pid`` runs (not gone, not a zombie waiting to be reaped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_an_upstream_dies_with_a_gateway_killed_outright(tmp_path: Path) -> None:

@@ -9,23 +9,19 @@ gateway's HTTP front, and records the status of every POST.
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Coroutine, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 from mcp import types
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_server.core.errors import CanonicalError
 
-from ..gateway.test_gateway import SDK_UPSTREAM
-from ..gateway.test_gateway_http import http_gateway
+from ..gateway.clients import sdk_session
+from ..gateway.gateways import SDK_UPSTREAM, http_gateway
 from ..servers import serving
 
 WAIT = 30.0
@@ -46,35 +42,6 @@ SERVE_CALLS = {
     "good": ("validate_asset", {"asset": {"type": "text", "text": "hi"}, "schema": "TextContent"}),
 }
 UPSTREAM_CALLS = {"bad": ("add", {"a": "one", "b": 2}), "good": ("echo", {"text": "hi"})}
-
-
-@asynccontextmanager
-async def sdk_session(url: str, version: str, statuses: list[tuple[str, int]]) -> AsyncIterator[ClientSession]:
-    """The official client's session at ``version`` (a handshake offering it, or `server/discover`);
-    the method and HTTP status of every POST it makes are appended to ``statuses``."""
-
-    async def record(response: httpx2.Response) -> None:
-        if response.request.method == "POST":
-            statuses.append((json.loads(response.request.content).get("method"), response.status_code))
-
-    timeout = httpx2.Timeout(WAIT)
-    async with (
-        httpx2.AsyncClient(timeout=timeout, event_hooks={"response": [record]}) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write, read_timeout_seconds=WAIT) as session,
-    ):
-        if version == STATELESS:
-            await session.discover()
-        else:
-            offer = types.InitializeRequestParams(
-                protocol_version=version,
-                capabilities=types.ClientCapabilities(),
-                client_info=types.Implementation(name="status-test", version="1"),
-            )
-            session.adopt(await session.send_request(types.InitializeRequest(params=offer), types.InitializeResult))
-            await session.send_notification(types.InitializedNotification())
-        assert session.protocol_version == version
-        yield session
 
 
 async def _bad_input_then_unknown_method(

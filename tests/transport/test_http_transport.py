@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import socket
 from collections.abc import Iterator
@@ -14,8 +13,8 @@ import httpx
 import pytest
 from mcp.client.client import Client
 
-from ..conftest import initialize_frame, meta_2026
-from ..servers import Running, serving
+from ..conftest import meta_2026
+from ..servers import Running, open_session, post, serving
 
 TIMEOUT = 30.0
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -26,24 +25,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     tmp_path = tmp_path_factory.mktemp("http")
     with serving(tmp_path, ["--http", "127.0.0.1:0"], MCP_ALLOWED_HOSTS="mcp.example.test") as running:
         yield running
-
-
-def post(url: str, body: Any, **headers: str) -> httpx.Response:
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return httpx.post(url, content=content, headers={**HEADERS, **headers}, timeout=TIMEOUT)
-
-
-def open_session(url: str, version: str = "2025-11-25") -> str:
-    response = post(url, initialize_frame(version))
-    assert response.status_code == 200
-    session_id = response.headers["mcp-session-id"]
-    assert (
-        post(
-            url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **{"Mcp-Session-Id": session_id}
-        ).status_code
-        == 202
-    )
-    return session_id
 
 
 @pytest.mark.parametrize(("mode", "expected"), [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")])

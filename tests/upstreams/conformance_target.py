@@ -15,6 +15,8 @@ import argparse
 import asyncio
 import base64
 import json
+import os
+import sys
 import warnings
 from typing import Annotated, Any
 
@@ -343,6 +345,27 @@ def test_input_required_result_tampered_state(ctx: Context) -> Any:
     return [text("state accepted")]
 
 
+@server.tool()
+def test_streaming_elicitation(ctx: Context) -> Any:
+    """Asks the user on its response stream the 2026-07-28 way: an InputRequiredResult, never a
+    request of its own (SEP-2575's server-stateless scenario), then greets."""
+    responses = ctx.input_responses
+    if not responses or "user_name" not in responses:
+        return _needs({"user_name": _ask_name()})
+    content = (_answer(responses, "user_name") or {}).get("content") or {}
+    return [text(f"Hello, {content.get('name', 'stranger')}!")]
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at three levels; on 2026-07-28 only what the request's `_meta` logLevel asks for is sent
+    (the SDK's rule; none without it: SEP-2575's server-stateless scenario)."""
+    await ctx.debug("Logging tool: debug")
+    await ctx.info("Logging tool: info")
+    await ctx.warning("Logging tool: warning")
+    return "Logging tool completed"
+
+
 def _ask_model() -> Sample:
     return Sample([types.SamplingMessage(role="user", content=text("Say hello"))], max_tokens=20)
 
@@ -514,7 +537,11 @@ def main() -> None:
             server.run("stdio")
         else:
             anyio.run(serve_stdio, lowlevel, OPTIONS.era)
-        return
+        # Done at the end of its input: exit at once (the interpreter's teardown, 0.3 s of CPU,
+        # outlasts the gateway's wait for its upstream on a loaded machine).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     import uvicorn
 
     app = server.streamable_http_app()
