@@ -18,7 +18,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ..conftest import server_env
-from .test_gateway import SDK_UPSTREAM, WAIT, gateway_command
+from .gateways import SDK_UPSTREAM, WAIT, gateway_command
 
 pytest.importorskip("uvloop", reason="the uvloop extra is not installed")
 
