@@ -31,7 +31,7 @@ from mcp_server.core.settings import DEFAULT_MAX_FRAME_BYTES  # noqa: E402
 from mcp_server.core.types import Frame  # noqa: E402
 from mcp_server.gateway.config import GatewayConfig  # noqa: E402
 from mcp_server.gateway.reports import new_report  # noqa: E402
-from mcp_server.gateway.session import Checks, GatewaySession  # noqa: E402
+from mcp_server.gateway.session import GatewayRun, GatewaySession  # noqa: E402
 from mcp_server.registry.lockfile import Lockfile  # noqa: E402
 from mcp_server.registry.schemas import SchemaRegistry  # noqa: E402
 
@@ -80,13 +80,13 @@ def in_process(lock: Lockfile, calls: int) -> None:
     registry, config = SchemaRegistry(), GatewayConfig()
     tools = [tool(index) for index in range(20)]
     kinds = {
-        "no lock": (Checks(registry, config, new_report("b", config, None, None), DEFAULT_MAX_FRAME_BYTES), False),
+        "no lock": (GatewayRun(registry, config, new_report("b", config, None, None), DEFAULT_MAX_FRAME_BYTES), False),
         "--lock": (
-            Checks(registry, config, new_report("b", config, None, None), DEFAULT_MAX_FRAME_BYTES, lock=lock),
+            GatewayRun(registry, config, new_report("b", config, None, None), DEFAULT_MAX_FRAME_BYTES, lock=lock),
             False,
         ),
         "--lock, traced": (
-            Checks(registry, config, new_report("b", config, None, None), DEFAULT_MAX_FRAME_BYTES, lock=lock),
+            GatewayRun(registry, config, new_report("b", config, None, None), DEFAULT_MAX_FRAME_BYTES, lock=lock),
             True,
         ),
     }
