@@ -17,7 +17,6 @@ from typing import Any
 from . import __version__
 from .commands import COMMANDS, Command
 from .commands.common import declare_run_log, say
-from .commands.validate import validate_file
 from .core.settings import SetupError, log_level
 from .registry.schemas import SchemaError
 
@@ -42,19 +41,22 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def _described(command: Command) -> dict[str, Any]:
-    """A command's line in the list and its own help, which opens with its example."""
+def _described(command: Command, declared: bool) -> dict[str, Any]:
+    """A command's line in the list and (``declared``) its own help, which opens with its example."""
     described: dict[str, Any] = {
         "help": command.what,
         "description": f"example: {command.example}\n\n{command.what}",
         "formatter_class": argparse.RawDescriptionHelpFormatter,
     }
-    if command.usage is not None:
-        described["usage"] = command.usage
+    usage = command.usage if declared else None
+    if usage is not None:
+        described["usage"] = usage
     return described
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, the arguments of that command alone are declared (the others'
+    modules are not imported: each is listed by its row of the table)."""
     parser = argparse.ArgumentParser(
         prog="mcp-server",
         description=f"example: {EXAMPLE}\n\nMCP conformance gateway and schema-validation server",
@@ -68,8 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     run_log = argparse.ArgumentParser(add_help=False)
     declare_run_log(run_log)
     for command in COMMANDS:
-        parents = [run_log] if command.run_log else []
-        command.declare(subparsers.add_parser(command.name, parents=parents, **_described(command)))
+        declared = only is None or command.name == only
+        parents = [run_log] if command.run_log and declared else []
+        subparser = subparsers.add_parser(command.name, parents=parents, **_described(command, declared))
+        if declared:
+            command.declare(subparser)
     return parser
 
 
@@ -93,13 +98,15 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     if named is not None and named.after_dashes and "--" in argv:
         split = argv.index("--")
         argv, upstream = argv[:split], argv[split + 1 :]
-    args = _parser().parse_args(argv)
+    args = _parser(named.name if named is not None else "").parse_args(argv)
     if args.command is None and not args.validate:  # the server on STDIO is the default
-        args = _parser().parse_args(["serve", *argv])
+        args = _parser("serve").parse_args(["serve", *argv])
     upstream = upstream or list(getattr(args, "upstream_command", None) or [])
     try:
         _setup_logging(environ)
         if args.validate:
+            from .commands.validate import validate_file
+
             return validate_file(Path(args.validate), None, environ)
         return by_name[args.command].run(args, upstream, environ)
     except (SetupError, SchemaError) as exc:

@@ -10,8 +10,6 @@ import argparse
 import sys
 from collections.abc import Mapping
 
-import httpx
-
 from ..core import jsonio
 from ..core.settings import SetupError
 
@@ -37,6 +35,8 @@ def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]
         raise SetupError(f"approvals {args.action} needs the approval id")
     if args.action == "allow" and not args.sha256:
         raise SetupError("approvals allow needs the arguments' SHA-256 shown by `approvals list`")
+    import httpx  # here: every other command starts without the HTTP client
+
     try:
         if args.action == "list":
             response = httpx.get(f"{base}/approvals", headers=headers, timeout=10.0)

@@ -99,8 +99,8 @@ def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]
 
     def on_ready(where: str, address: str | None = None) -> Callable[[], None]:
         def said() -> None:
+            say(f"mcp:ready mode=gateway listen={where} {ready}")  # said before the file a waiter watches
             ready_file.write(address)
-            say(f"mcp:ready mode=gateway listen={where} {ready}")
 
         return said
 

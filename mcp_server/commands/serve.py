@@ -56,8 +56,8 @@ def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]
 
     def ready(line: str, address: str | None = None) -> Callable[[], None]:
         def on_ready() -> None:
+            say(f"mcp:ready mode={mode} {line}{dirs}")  # said before the file that tells a waiter it is ready
             ready_file.write(address)
-            say(f"mcp:ready mode={mode} {line}{dirs}")
 
         return on_ready
 

@@ -47,7 +47,7 @@ from ..registry.lockfile import LockCheck, Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
 from ..registry.versions import stateless_version
-from ..transport.connection import Connection
+from ..transport.connection import Connection, receive_all
 from ..transport.http import accepts_event_stream
 from .config import GatewayConfig
 from .deadlines import Deadlines
@@ -379,14 +379,16 @@ class GatewaySession:
 
     async def pump_upstream(self) -> None:
         """Every frame the upstream sends, through the chain, until it ends."""
-        async for received in self.upstream.frames():
-            await self.from_upstream(*received)
+        await receive_all(self.upstream, self.from_upstream)
 
-    async def from_upstream(self, raw: bytes, size: int | None, carried_by: RequestId | None = None) -> None:
-        """One upstream frame (``carried_by``: the request whose HTTP response carried it)."""
+    async def from_upstream(
+        self, raw: bytes, size: int | None, carried_by: RequestId | None = None, checked: Message | None = None
+    ) -> None:
+        """One upstream frame (``carried_by``: the request whose HTTP response carried it; ``checked``:
+        the reply as an aggregate's server side checked it, at this session's version)."""
         began = 0.0 if self.events is None else perf_counter()
         frame = Frame(raw, "upstream", self.session, size, SERVER_TO_CLIENT)
-        verdict = self.ledger.check(frame)
+        verdict = self.ledger.check(frame) if checked is None else self.ledger.vouched(frame, checked)
         try:
             if carried_by is not None and _unmatched(verdict, carried_by, self.session):
                 await self._attributed(frame, verdict, carried_by, began)

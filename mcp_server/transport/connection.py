@@ -13,7 +13,7 @@ from typing import Protocol
 from ..core.types import Message, RequestId
 from .ndjson import LineSplitter, read_lines
 
-__all__ = ["Connection", "NdjsonConnection", "Received"]
+__all__ = ["Connection", "NdjsonConnection", "Receive", "Received", "receive_all"]
 
 Received = tuple[bytes, int | None] | tuple[bytes, int | None, RequestId]
 """A peer's frame: its bytes and size (``LineSplitter``), and from an HTTP upstream the id of the
@@ -33,6 +33,23 @@ class Connection(Protocol):
     async def send(self, raw: bytes, about: Message | None = None) -> None: ...
 
     async def close(self) -> int | None: ...
+
+
+Receive = Callable[..., Awaitable[None]]
+"""What takes a peer's frames: ``receive(raw, size, carried_by=None, checked=None)``; ``checked`` is
+the message another side of the same run already checked the frame as (an aggregate's server side)."""
+
+
+async def receive_all(connection: Connection, receive: Receive) -> None:
+    """Every frame of ``connection`` handed to ``receive`` until it ends. A connection whose frames
+    come from tasks of its own (``push``: an aggregate's servers) hands them over itself, with no
+    queue between; any other is read (``frames``)."""
+    push: Callable[[Receive], Awaitable[None]] | None = getattr(connection, "push", None)
+    if push is not None:
+        await push(receive)
+        return
+    async for received in connection.frames():
+        await receive(*received)
 
 
 class NdjsonConnection:

@@ -41,6 +41,9 @@ class Outbox:
                 self._room.set()
         return raw
 
+    def empty(self) -> bool:
+        return self._queue.empty()
+
     async def room(self) -> None:
         """Until the reader has taken enough for more to be put."""
         await self._room.wait()

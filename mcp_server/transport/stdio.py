@@ -213,11 +213,10 @@ class ChunkWriter(asyncio.Protocol):
 
     async def room(self) -> None:
         while self._paused and not self._ended:
-            self._room = asyncio.get_running_loop().create_future()
-            try:
-                await self._room
-            finally:
-                self._room = None
+            if self._room is None or self._room.done():
+                self._room = asyncio.get_running_loop().create_future()
+            # One wake-up for every writer that waits (shielded: a writer cancelled leaves it to the others).
+            await asyncio.shield(self._room)
 
     async def send(self, data: bytes) -> None:
         """``write``, then wait while the reader is that far behind."""

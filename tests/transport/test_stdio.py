@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mcp_server.transport.stdio import start_reader
+from mcp_server.transport.stdio import open_writer, start_reader
 
 from ..conftest import initialize_frame, server_command, server_env
 from ..held_backend import held_backend
@@ -230,3 +230,32 @@ def test_a_writer_faster_than_the_server_waits_and_nothing_is_lost() -> None:
         return bytes(received)
 
     assert asyncio.run(run()) == expected
+
+
+def test_writers_waiting_together_on_a_full_pipe_all_go_on_once_it_drains() -> None:
+    """STDIO output backpressure: the client's replies and the upstream's frames are written by two
+    tasks (more behind an aggregate); each that waits for room on the full pipe goes on once it drains."""
+    frame = b"x" * 65_535 + b"\n"
+
+    async def run() -> int:
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        writer = await open_writer(write_fd)
+        while writer.write(frame):  # until the writer holds as much as it may: the next send waits
+            await asyncio.sleep(0)
+        senders = [asyncio.ensure_future(writer.send(frame)) for _ in range(3)]
+        await asyncio.sleep(0)
+        assert not any(sender.done() for sender in senders), "a send did not wait for room"
+        received = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT
+        while not all(sender.done() for sender in senders):  # the reader drains the pipe
+            assert loop.time() < deadline, "a writer that waited for room never went on"
+            try:
+                received += len(os.read(read_fd, 1 << 20))
+            except BlockingIOError:
+                await asyncio.sleep(0.001)
+        os.close(read_fd)
+        return received
+
+    assert asyncio.run(run()) > 0

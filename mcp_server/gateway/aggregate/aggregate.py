@@ -34,6 +34,7 @@ from ...core.types import (
     RequestId,
 )
 from ...ledger.verdicts import Action, answer_in_place
+from ...transport.connection import Receive
 from ...transport.outbox import Outbox
 from ..ending import end_pending
 from ..session import GatewayRun
@@ -94,7 +95,8 @@ class Aggregate:
         self._level: str | None = None
         self._subscriptions: dict[str, int] = {}  # URI → its server
         self._tasks: set[asyncio.Task[None]] = set()
-        self._handlers: Mapping[str, Callable[[Message, dict[str, Any]], None]] = {
+        self._receive: Receive | None = None  # the session's, once it takes frames as they come (``push``)
+        self._handlers: Mapping[str, Callable[[Message, Mapping[str, Any]], None]] = {
             "initialize": self._greet,
             "ping": lambda about, params: self._answer(about, {}),
             "logging/setLevel": self._set_level,
@@ -117,6 +119,14 @@ class Aggregate:
         while (raw := await self._out.get()) is not None:
             yield raw, None
 
+    async def push(self, receive: Receive) -> None:
+        """What the servers send, handed to ``receive`` by the task that read it (a reply valid at the
+        client's version with the message its server's side checked it as: not checked again); what
+        the aggregate answers itself, from its queue."""
+        self._receive = receive
+        while (raw := await self._out.get()) is not None:
+            await receive(raw, None)
+
     async def send(self, raw: bytes, about: Message | None = None) -> None:
         """A client frame: answered here, or routed to the server it is for."""
         document = about.document if about is not None else None
@@ -130,7 +140,7 @@ class Aggregate:
         if about is None:
             about = _read(document)
         params = document.get("params")
-        params = dict(params) if isinstance(params, Mapping) else {}
+        params = params if isinstance(params, Mapping) else {}  # (read only: a server's is a new one)
         if about.kind is REQUEST:
             self._request(about, params)
         elif about.kind is NOTIFICATION:
@@ -152,7 +162,7 @@ class Aggregate:
 
     # -- client → servers --------------------------------------------------------------------------
 
-    def _request(self, about: Message, params: dict[str, Any]) -> None:
+    def _request(self, about: Message, params: Mapping[str, Any]) -> None:
         if self._early is not None and about.method not in _BEFORE_INITIALIZED:
             self._initialized()  # a client that did not say ``initialized`` is past it all the same
         handler = self._handlers.get(about.method or "")
@@ -167,14 +177,14 @@ class Aggregate:
     def _answer(self, about: Message, result: Mapping[str, Any]) -> None:
         self._put({"jsonrpc": "2.0", "id": about.id, "result": result})
 
-    def _relay(self, member: Member, about: Message, params: dict[str, Any], tool: str | None = None) -> None:
+    def _relay(self, member: Member, about: Message, params: Mapping[str, Any], tool: str | None = None) -> None:
         """A client request to ``member``, under an id (and progress token) of its own, checked at
         its version (and against the lockfile, for a call); its reply is the client's."""
         side = member.side
         if member.state is not State.UP or side is None:
             raise _unavailable(member)
         assert about.id is not None and about.method is not None
-        member_id = next(member.ids)
+        member_id = _member_id(member, about.id)
         call = Call(about.id, about.method, about.version, tool)
         lock = side.verdicts.lock
         if lock is not None and locked_out(lock, REQUEST, about.method, tool):
@@ -188,7 +198,7 @@ class Aggregate:
             "params": self._token_out(member, params, call),
         }
         if about.version is not None and about.version == side.session.version and about.kind is REQUEST:
-            raw, sent = side.relayed(document, about._replace(tool=tool))  # checked at this version already
+            raw, sent = side.relayed(document, about, tool)  # checked at this version already
         else:
             raw, sent = side.sending(document)
         member.calls[member_id] = call
@@ -197,7 +207,7 @@ class Aggregate:
             self._forget(member, member_id)
             raise _unavailable(member)
 
-    def _token_out(self, member: Member, params: dict[str, Any], call: Call) -> dict[str, Any]:
+    def _token_out(self, member: Member, params: Mapping[str, Any], call: Call) -> Mapping[str, Any]:
         """The client's progress token, as a token of the server's own (it reports under it)."""
         meta = params.get("_meta")
         if not isinstance(meta, Mapping) or meta.get("progressToken") is None:
@@ -230,11 +240,11 @@ class Aggregate:
             raise _unknown(CanonicalError.TOOL_NOT_FOUND, "/params/name", "unknown_tool")
         raise _unknown(CanonicalError.INVALID_PARAMS, "/params/name", "unknown_prompt")
 
-    def _call_tool(self, about: Message, params: dict[str, Any]) -> None:
+    def _call_tool(self, about: Message, params: Mapping[str, Any]) -> None:
         member, own = self._owner("tools", params.get("name"))
         self._relay(member, about, {**params, "name": own}, own)
 
-    def _get_prompt(self, about: Message, params: dict[str, Any]) -> None:
+    def _get_prompt(self, about: Message, params: Mapping[str, Any]) -> None:
         member, own = self._owner("prompts", params.get("name"))
         self._relay(member, about, {**params, "name": own})
 
@@ -244,13 +254,13 @@ class Aggregate:
             raise _unknown(CanonicalError.RESOURCE_NOT_FOUND, "/params/uri", "unknown_resource")
         return self._members[index]
 
-    def _by_uri(self, about: Message, params: dict[str, Any]) -> None:
+    def _by_uri(self, about: Message, params: Mapping[str, Any]) -> None:
         member = self._uri_owner(params.get("uri"))
         if about.method == "resources/unsubscribe":
             self._subscriptions.pop(str(params.get("uri")), None)
         self._relay(member, about, params)
 
-    def _subscribe(self, about: Message, params: dict[str, Any]) -> None:
+    def _subscribe(self, about: Message, params: Mapping[str, Any]) -> None:
         member = self._uri_owner(params.get("uri"))
         resources = member.capabilities.get("resources")
         if not isinstance(resources, Mapping) or resources.get("subscribe") is not True:
@@ -259,7 +269,7 @@ class Aggregate:
         self._relay(member, about, params)
         self._subscriptions[str(params.get("uri"))] = member.index
 
-    def _complete(self, about: Message, params: dict[str, Any]) -> None:
+    def _complete(self, about: Message, params: Mapping[str, Any]) -> None:
         ref = params.get("ref")
         ref = ref if isinstance(ref, Mapping) else {}
         if ref.get("type") == "ref/prompt":
@@ -272,12 +282,12 @@ class Aggregate:
             return
         self._relay(member, about, params)
 
-    def _list(self, about: Message, params: dict[str, Any]) -> None:
+    def _list(self, about: Message, params: Mapping[str, Any]) -> None:
         key = KINDS[str(about.method)][0]
         items, cursor = page(self._merged.items[key], params.get("cursor"), self._options.page_size)
         self._answer(about, {key: items, **({} if cursor is None else {"nextCursor": cursor})})
 
-    def _set_level(self, about: Message, params: dict[str, Any]) -> None:
+    def _set_level(self, about: Message, params: Mapping[str, Any]) -> None:
         """``logging/setLevel`` for every server that logs (and again for each that restarts)."""
         self._level = str(params.get("level"))
         self._spawn(self._each("logging/setLevel", {"level": self._level}, "logging", about))
@@ -294,10 +304,10 @@ class Aggregate:
                 log.warning("aggregate: %s: %s", method, outcome)
         self._answer(about, {})
 
-    def _greet(self, about: Message, params: dict[str, Any]) -> None:
+    def _greet(self, about: Message, params: Mapping[str, Any]) -> None:
         self._spawn(self._greeted(about, params))
 
-    async def _greeted(self, about: Message, params: dict[str, Any]) -> None:
+    async def _greeted(self, about: Message, params: Mapping[str, Any]) -> None:
         """The client's ``initialize``: each server is initialized with it; answered once every
         server is up or has failed once, or after ``start_seconds`` (the slower ones join later,
         announced by ``list_changed``)."""
@@ -345,7 +355,7 @@ class Aggregate:
         for waiting in waits:
             waiting.cancel()
 
-    def _notification(self, about: Message, params: dict[str, Any]) -> None:
+    def _notification(self, about: Message, params: Mapping[str, Any]) -> None:
         method = about.method
         if method == "notifications/initialized":
             self._initialized()
@@ -393,56 +403,75 @@ class Aggregate:
     async def heard(self, member: Member, raw: bytes, size: int | None) -> None:
         side = member.side
         assert side is not None
-        heard = side.heard(raw, size)
-        if isinstance(heard, Rejection):
-            self._refused(member, heard)
-        elif heard.kind is RESPONSE or heard.kind is ERROR_RESPONSE:
-            if member.own is None or not member.own.deliver(heard.id, heard.document or {}):
-                self._replied(member, heard)
-        elif heard.kind is REQUEST:
-            self._asked(member, heard)
+        heard = side.hear(raw, size)
+        message, checked, out = heard.verdict, None, None
+        if isinstance(message, Rejection):
+            out = self._refused(member, message)
+        elif message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
+            if member.own is None or not member.own.deliver(message.id, message.document or {}):
+                out, checked = self._replied(member, message, heard.raw if heard.valid else None)
+        elif message.kind is REQUEST:
+            out = self._asked(member, message)
         else:
-            self._notified(member, heard)
-        await self._out.room()  # the client reads slower: the servers are read no faster
+            out = self._notified(member, message)
+        if out is not None:
+            await self._to_client(out, checked)
 
-    def _replied(self, member: Member, message: Message) -> None:
+    async def _to_client(self, raw: bytes, checked: Message | None) -> None:
+        """A server's frame (or what answers in its place) to the client, behind whatever waits in the
+        queue; the server is read no faster than the client reads."""
+        receive = self._receive
+        if receive is None or not self._out.empty():
+            self._out.put_nowait(raw)
+            await self._out.room()
+        else:
+            await receive(raw, None, None, checked)
+
+    def _replied(self, member: Member, message: Message, valid: bytes | None) -> tuple[bytes | None, Message | None]:
+        """The client's answer, under its id: the bytes as they came (``valid``: as its server's side
+        let them on, valid) and the message they were checked as, when the id is the client's own."""
         call = self._forget(member, message.id) if message.id is not None else None
-        if call is not None:  # else cancelled, or answered already in its place
-            self._put({**(message.document or {}), "id": call.client_id})
+        if call is None:  # cancelled, or answered already in its place
+            return None, None
+        if valid is not None and message.id == call.client_id:
+            return valid, message
+        document = {**(message.document or {}), "id": call.client_id}
+        checked = None if valid is None else message._replace(id=call.client_id, document=document)
+        return jsonio.dumps(document), checked
 
-    def _asked(self, member: Member, message: Message) -> None:
+    def _asked(self, member: Member, message: Message) -> bytes | None:
         """A server's request to the client (sampling, elicitation, roots): under an id naming the
         server, with its origin; ``ping`` is the aggregate's to answer."""
         assert message.id is not None and member.side is not None
         if message.method == "ping":
             member.post(member.side.answering({"jsonrpc": "2.0", "id": message.id, "result": {}}), None)
-            return
+            return None
         client_id = f"{member.name}-{next(self._numbers)}"
         self._asks[client_id] = (member, message.id)
         params = self._origin(member, message.params)
-        self._put_event({**(message.document or {}), "id": client_id, "params": params})
+        return self._event({**(message.document or {}), "id": client_id, "params": params})
 
-    def _notified(self, member: Member, message: Message) -> None:
+    def _notified(self, member: Member, message: Message) -> bytes | None:
         method, params = message.method, dict(message.params or {})
         if method == "notifications/progress":
             sent = params.get("progressToken")
             token = self._tokens.get((member.index, sent)) if isinstance(sent, str) else None
             if token is None:
                 log.warning("aggregate: server %r reported progress for no call of its own", member.name)
-                return
+                return None
             params["progressToken"] = token
         elif method in _CHANGED_LIST:
             self._spawn(self._refresh(member, _CHANGED_LIST[method]))
-            return
+            return None
         elif method == "notifications/cancelled":
             asked = next(
                 (key for key, (m, rid) in self._asks.items() if m is member and rid == params.get("requestId")), None
             )
             if asked is None:
-                return
+                return None
             del self._asks[asked]
             params["requestId"] = asked
-        self._put_event({"jsonrpc": "2.0", "method": method, "params": self._origin(member, params)})
+        return self._event({"jsonrpc": "2.0", "method": method, "params": self._origin(member, params)})
 
     def _origin(self, member: Member, params: Mapping[str, Any] | None) -> dict[str, Any]:
         params = dict(params or {})
@@ -450,19 +479,20 @@ class Aggregate:
         params["_meta"] = {**(meta if isinstance(meta, Mapping) else {}), ORIGIN_META: member.name}
         return params
 
-    def _refused(self, member: Member, rejection: Rejection) -> None:
+    def _refused(self, member: Member, rejection: Rejection) -> bytes | None:
         """A server's frame refused at its version (enforced): a request of its own is answered with
         the error; a reply to a client's request, the client is answered in its place."""
         message, side = rejection.message, member.side
         if message is None or message.id is None or side is None:
-            return
+            return None
         if message.kind is REQUEST:
             member.post(error_reply(rejection, message.id).to_bytes(), None)
-            return
+            return None
         call = self._forget(member, message.id)
-        if call is not None:
-            _, answer = side.verdicts.in_place(side.frame(SERVER_TO_CLIENT), rejection)
-            self._put({**(answer.document or {}), "id": call.client_id})
+        if call is None:
+            return None
+        _, answer = side.verdicts.in_place(side.frame(SERVER_TO_CLIENT), rejection)
+        return jsonio.dumps({**(answer.document or {}), "id": call.client_id})
 
     async def _refresh(self, member: Member, capability: str) -> None:
         """A server's list changed: fetched again, then the client told (once its own list changed)."""
@@ -544,12 +574,18 @@ class Aggregate:
         self._out.put_nowait(reply.to_bytes())
 
     def _put_event(self, document: Mapping[str, Any]) -> None:
-        """A server's request or notification: held until the client's ``initialized``."""
+        """A server's request or notification, queued (or held until the client's ``initialized``)."""
+        raw = self._event(document)
+        if raw is not None:
+            self._out.put_nowait(raw)
+
+    def _event(self, document: Mapping[str, Any]) -> bytes | None:
+        """A server's request or notification to go now; ``None``: held until the client's ``initialized``."""
         raw = jsonio.dumps(document)
         if self._early is not None:
             self._early.append(raw)
-        else:
-            self._out.put_nowait(raw)
+            return None
+        return raw
 
 
 def _read(document: Mapping[str, Any]) -> Message:
@@ -563,6 +599,17 @@ def _read(document: Mapping[str, Any]) -> Message:
         kind = ERROR_RESPONSE if "error" in document else RESPONSE
     params = document.get("params")
     return Message(kind, request_id, method, params if isinstance(params, Mapping) else None, document=document)
+
+
+def _member_id(member: Member, client_id: RequestId) -> RequestId:
+    """The id a client's request goes to ``member`` under: the client's own (its reply then goes
+    back as it came), unless a request of that id waits there (the aggregate's own): one of its own."""
+    assert member.side is not None
+    pending = member.side.session.peek
+    member_id = client_id
+    while pending(CLIENT_TO_SERVER, member_id) is not None:
+        member_id = f"aggregate-{member.index}-client-{next(member.ids)}"
+    return member_id
 
 
 def _has(member: Member, capability: str) -> bool:

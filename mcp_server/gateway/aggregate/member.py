@@ -75,7 +75,7 @@ class Member:
     result: Mapping[str, Any] = field(default_factory=dict)  # its initialize result, while up
     lists: dict[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     calls: dict[RequestId, Call] = field(default_factory=dict)  # by the id it was sent under
-    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # its own ids for the client's requests
+    ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))  # for a client's id taken there
     heard_at: float = 0.0
     stuck: bool = False
     _queue: deque[tuple[bytes, Message | None]] = field(default_factory=deque)

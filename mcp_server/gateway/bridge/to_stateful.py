@@ -40,7 +40,7 @@ from ...registry.versions import (
     result_defaults,
     stateless_version,
 )
-from ...transport.connection import Connection, Received
+from ...transport.connection import Connection, Receive, Received, receive_all
 from ...transport.outbox import Outbox
 from ..session import GatewayRun
 from .upstream_side import ASKS, UpstreamSide, not_bridgeable
@@ -164,6 +164,17 @@ class StatefulUpstreams:
             return
         while (raw := await self._out.get()) is not None:
             yield raw, None
+
+    async def push(self, receive: Receive) -> None:
+        """The frames as ``frames`` gives them, each handed to ``receive`` (the upstream's own way when
+        its era's client passes through)."""
+        await self._decided.wait()
+        if self._passthrough:
+            assert self._first is not None
+            await receive_all(self._first, receive)
+            return
+        while (raw := await self._out.get()) is not None:
+            await receive(raw, None)
 
     async def send(self, raw: bytes, about: Message | None = None) -> None:
         """A client frame: the upstream's era's client passes through (decided by its first frame);

@@ -6,7 +6,7 @@ verdicts (report, enforce or observe) on what they refuse. No I/O and no transla
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
@@ -28,7 +28,7 @@ from ...registry.versions import stateless_version
 from ..config import GatewayConfig
 from ..session import GatewayRun
 
-__all__ = ["ASKS", "UpstreamSide", "not_bridgeable"]
+__all__ = ["ASKS", "Heard", "UpstreamSide", "not_bridgeable"]
 
 _LET_THROUGH = (Action.OBSERVED, Action.PASSED, Action.LATE)
 # What a server asks its client (a server-to-client request before 2026-07-28, an input request of an
@@ -43,6 +43,15 @@ def not_bridgeable(feature: str) -> Rejection:
         [{"path": "", "msg": "not_bridgeable", "feature": feature}],
         extra={"feature": feature},
     )
+
+
+class Heard(NamedTuple):
+    """An upstream frame as its side heard it: the message (or the refusal enforced), whether it was
+    valid at the upstream's version, and the bytes it goes on as (a listing may have lost tools)."""
+
+    verdict: Message | Rejection
+    valid: bool
+    raw: bytes
 
 
 class UpstreamSide:
@@ -99,24 +108,31 @@ class UpstreamSide:
             self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         return raw, message
 
-    def relayed(self, document: Mapping[str, Any], read: Message) -> tuple[bytes, Message]:
+    def relayed(self, document: Mapping[str, Any], read: Message, tool: str | None) -> tuple[bytes, Message]:
         """A client's request an aggregate relays at the version it was checked at already (this
-        side's too), changed only in its id, name and progress token, which it makes valid: counted
-        and expected, not checked again (the same schemas would say the same)."""
-        message = read._replace(id=document["id"], params=document.get("params"), document=document)
-        self.verdicts.report.frame(CLIENT_TO_SERVER, message.method, REQUEST, self.session)
-        assert message.id is not None and message.method is not None
-        self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool)
+        side's too), changed only in its id, name (``tool``, the server's own) and progress token,
+        which it makes valid: counted and expected, not checked again (the same schemas would say the same)."""
+        assert read.method is not None
+        request_id, method = document["id"], read.method
+        message = Message(REQUEST, request_id, method, document.get("params"), read.version, tool, document)
+        self.verdicts.report.frame(CLIENT_TO_SERVER, method, REQUEST, self.session)
+        self.session.expect(CLIENT_TO_SERVER, request_id, method, tool)
         return jsonio.dumps(document), message
 
     def heard(self, raw: bytes, size: int | None = None) -> Message | Rejection:
         """A frame of the upstream's, checked at its version: its message (a reply settles its
         request; a request of the upstream's is expected back), or the ``Rejection`` enforced."""
+        return self.hear(raw, size).verdict
+
+    def hear(self, raw: bytes, size: int | None = None) -> Heard:
+        """``heard``, saying too whether the frame was valid (not a refusal let through) and the
+        bytes it goes on as."""
         frame = Frame(raw, self.transport, self.session, size, SERVER_TO_CLIENT)
         verdict = self.ledger.check(frame)
+        valid = not isinstance(verdict, Rejection)
         if isinstance(verdict, Rejection):
             if self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
-                return verdict
+                return Heard(verdict, False, raw)
             message = verdict.message
             learnt = self.verdicts.learn(frame, message, self._tools)
         else:
@@ -124,14 +140,18 @@ class UpstreamSide:
             learnt = self.ledger.passed(frame, message)
         if learnt is not frame:  # a listing with tools left out (invalid, or not as locked)
             message = message._replace(document=jsonio.loads(learnt.raw))
+        self._expect_or_settle(message)
+        return Heard(message, valid, learnt.raw)
+
+    def _expect_or_settle(self, message: Message) -> None:
+        """A reply settles its request; a request of the upstream's is expected back."""
         if message.id is None:
-            return message
+            return
         if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
             self.session.settle(CLIENT_TO_SERVER, message.id)
         elif message.kind is REQUEST and message.method is not None:
             stated = message.version if self.session.version is None else None
             self.session.expect(SERVER_TO_CLIENT, message.id, message.method, None, stated)
-        return message
 
     def frame(self, direction: Direction, raw: bytes = b"") -> Frame:
         """A frame of this side, for the report (what the bridge did with one it made or heard)."""
