@@ -1,6 +1,6 @@
 """The aggregate's pure parts (issue 33): the names it exposes, its merged lists and their pages, the
-union of its servers' capabilities, and where its servers come from (the gateway configuration, a
-client's own configuration file)."""
+union of its servers' capabilities, where its servers come from (the gateway configuration, a
+client's own configuration file), and the id a client's request goes to its server under."""
 
 from __future__ import annotations
 
@@ -12,11 +12,17 @@ import pytest
 
 from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.settings import SetupError
+from mcp_server.core.types import CLIENT_TO_SERVER
+from mcp_server.gateway.aggregate.aggregate import _member_id
 from mcp_server.gateway.aggregate.capabilities import union
 from mcp_server.gateway.aggregate.lists import Merged, Source, page
+from mcp_server.gateway.aggregate.member import Member
 from mcp_server.gateway.aggregate.names import check_separator, expose, name_problems, prefix_for
-from mcp_server.gateway.aggregate.servers import read_servers
+from mcp_server.gateway.aggregate.servers import ServerSpec, read_servers
+from mcp_server.gateway.bridge.upstream_side import UpstreamSide
 from mcp_server.gateway.config import GatewayConfig
+from mcp_server.gateway.reports import new_report
+from mcp_server.gateway.session import GatewayRun
 from mcp_server.registry.schemas import SchemaRegistry
 
 STRICT_CLIENT_NAME = r"^[a-zA-Z0-9_-]{1,64}$"  # the function-calling APIs' tool name rule
@@ -201,3 +207,25 @@ def test_a_bad_server_table_or_client_file_is_refused_naming_what(
         path.write_text(client)
     with pytest.raises(SetupError, match=says):
         read_servers(config(tmp_path, registry, text), path)
+
+
+def test_a_request_goes_to_its_server_under_the_clients_id_unless_that_id_waits_there(registry: SchemaRegistry) -> None:
+    """Issue 33 (ids mapped per upstream): a client's request goes to its server under the client's
+    own id, so the reply goes back as it came; an id a request of the aggregate's own still waits
+    under there (its ping, say) is replaced by one of the aggregate's, never taken twice."""
+    config = GatewayConfig()
+    run = GatewayRun(registry, config, new_report("test", config, None, None), 1 << 20)
+    side = UpstreamSide(run, "one", server="one", tool_schemas=True)
+    member = Member(0, ServerSpec(name="one", prefix="one"), lambda: _no_connection(), lambda: side)
+    member.side = side
+    side.session.expect(CLIENT_TO_SERVER, "aggregate-0-1", "ping", None)
+    assert _member_id(member, 7) == 7
+    assert _member_id(member, "mine") == "mine"
+    replaced = _member_id(member, "aggregate-0-1")
+    assert replaced != "aggregate-0-1"
+    side.session.expect(CLIENT_TO_SERVER, replaced, "tools/call", "add")
+    assert _member_id(member, "aggregate-0-1") not in {"aggregate-0-1", replaced}
+
+
+def _no_connection() -> Any:
+    raise AssertionError("no connection is made here")
