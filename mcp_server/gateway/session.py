@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
 
@@ -39,7 +39,7 @@ from ..execution.peer import PeerChannel
 from ..execution.policy import Policy
 from ..execution.single_use import SingleUse
 from ..ledger.ledger import Ledger
-from ..ledger.verdicts import Action, answer_in_place
+from ..ledger.verdicts import Action
 from ..observe.events import EventLog
 from ..observe.report import ConformanceReport
 from ..observe.tracing import Span, Tracer
@@ -49,6 +49,7 @@ from ..registry.tools import UpstreamTools
 from ..registry.versions import stateless_version
 from ..transport.connection import Connection, receive_all
 from ..transport.http import accepts_event_stream
+from .attribution import attribute, unmatched
 from .config import GatewayConfig
 from .deadlines import Deadlines
 from .ending import end_pending, expire
@@ -153,40 +154,6 @@ def _relayed(frame: Frame, message: Message | None) -> Reply:
         error = message.document.get("error")
         code = error.get("code") if isinstance(error, dict) else None
     return Reply(raw=frame.raw, version=message.version, code=code if isinstance(code, int) else None)
-
-
-def _unmatched(verdict: Message | Rejection, request_id: RequestId, session: Session) -> bool:
-    """A frame on the HTTP response of the request ``request_id`` (still waiting) that is a reply but
-    not one to any request known: no id, a wrong id, or no JSON-RPC at all."""
-    if session.peek(CLIENT_TO_SERVER, request_id) is None:
-        return False
-    message = verdict if isinstance(verdict, Message) else verdict.message
-    if message is not None and (message.kind is REQUEST or message.kind is NOTIFICATION):
-        return False
-    if isinstance(verdict, Message):
-        return message is not None and message.id is None
-    return message is None or message.id is None or verdict.error is CanonicalError.UNKNOWN_RESPONSE_ID
-
-
-def _reply_document(frame: Frame) -> dict[str, Any] | None:
-    """The frame as a JSON-RPC reply object (a result or an error), when it is one."""
-    if frame.size is not None:
-        return None
-    try:
-        document = jsonio.loads(frame.raw)
-    except jsonio.JSONSyntaxError:
-        return None
-    if type(document) is not dict or ("result" not in document and "error" not in document):
-        return None
-    return document
-
-
-def _renumbered(document: Mapping[str, Any], request_id: RequestId, version: str | None) -> Reply:
-    """An upstream's reply under the id of the request it answers."""
-    error = document.get("error")
-    code = error.get("code") if isinstance(error, dict) else None
-    renumbered = {**document, "jsonrpc": "2.0", "id": request_id}
-    return Reply(document=renumbered, version=version, code=code if type(code) is int else None)
 
 
 class GatewaySession:
@@ -390,7 +357,7 @@ class GatewaySession:
         frame = Frame(raw, "upstream", self.session, size, SERVER_TO_CLIENT)
         verdict = self.ledger.check(frame) if checked is None else self.ledger.vouched(frame, checked)
         try:
-            if carried_by is not None and _unmatched(verdict, carried_by, self.session):
+            if carried_by is not None and unmatched(verdict, carried_by, self.session):
                 await self._attributed(frame, verdict, carried_by, began)
             elif isinstance(verdict, Message):
                 await self._upstream_frame(frame, verdict, began)
@@ -437,38 +404,23 @@ class GatewaySession:
         self, frame: Frame, verdict: Message | Rejection, request_id: RequestId, began: float
     ) -> None:
         """A reply on the HTTP response of the request ``request_id`` whose own id is missing or
-        wrong: that request's answer (ADR 25). A valid reply without an id goes on with the request's;
-        a refused one is reported, and the client gets ``UPSTREAM_INVALID_REPLY`` with the upstream's
-        code and message (enforce) or the upstream's error under its request's id (observe)."""
+        wrong: that request's answer, as ``attribute`` decides (ADR 25)."""
         pending = self.session.settle(CLIENT_TO_SERVER, request_id)
         assert pending is not None
-        version = self.session.version or pending.version
-        stands_for = Message(ERROR_RESPONSE, request_id, pending.method, version=version, tool=pending.tool)
         self.run.report.frame(SERVER_TO_CLIENT, pending.method, ERROR_RESPONSE, self.session)
         self.deadlines.stop(request_id)
         self.spans.answered(request_id, "answered", error=True)
-        document = _reply_document(frame)
-        if isinstance(verdict, Message):
-            assert document is not None  # a valid reply, its id left out (2025-11-25 allows it)
-            await self.client.passed(_renumbered(document, request_id, version), stands_for)
-            if self.events is not None:
-                self.events.frame(frame, stands_for, None, began, "relay")
-            return
-        error = document.get("error") if document is not None else None
-        said = {key: error[key] for key in ("code", "message") if key in error} if isinstance(error, dict) else {}
-        observed = document is not None and self.ledger.observed(SERVER_TO_CLIENT, pending.tool)
-        action = Action.OBSERVED if observed else Action.ANSWERED
-        self.verdicts.violation(verdict.error.slug, frame, stands_for, verdict.errors, action.value)
-        if observed:
-            assert document is not None
-            reply = _renumbered(document, request_id, version)
-        else:
-            invalid = Rejection(
-                CanonicalError.UPSTREAM_INVALID_REPLY, verdict.errors, extra={**said, "rule": verdict.error.slug}
-            )
-            reply = answer_in_place(self.run.registry, invalid, request_id, pending.method, version)
+        stands_for, reply, action = attribute(frame, verdict, request_id, pending, self.ledger.modes, self.run.registry)
+        if action is not None:
+            assert isinstance(verdict, Rejection)
+            self.verdicts.violation(verdict.error.slug, frame, stands_for, verdict.errors, action.value)
         await self.client.passed(reply, stands_for)
-        if self.events is not None:
+        if self.events is None:
+            return
+        if action is None:
+            self.events.frame(frame, stands_for, None, began, "relay")
+        else:
+            assert isinstance(verdict, Rejection)
             self._log_refused(frame, verdict, action, None, began)
 
     def _claimed(self, message: Message) -> bool:

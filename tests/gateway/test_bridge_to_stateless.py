@@ -425,6 +425,34 @@ def test_a_call_cancelled_while_its_input_is_asked_is_not_retried(tmp_path: Path
     assert status == 0, stderr
 
 
+def test_a_reply_after_the_client_cancelled_its_call_is_late_not_a_violation(tmp_path: Path) -> None:
+    """Issue 32 (one session ledger; spec basic/utilities/cancellation): the bridge's cancellation
+    upstream is settled by the ledger's rule, as the gateway's own is: the call ends unanswered
+    (client_cancelled) on both sides, and the upstream's reply that still comes is late, not an
+    unknown id."""
+    script = [
+        [1, [{"jsonrpc": "2.0", "id": 1, "result": DISCOVERED}]],
+        [2, [{"jsonrpc": "2.0", "id": 2, "result": LISTED}]],
+        [3, []],  # the call: no reply until the next request (after the cancellation)
+        [4, [{"jsonrpc": "2.0", "id": n, "result": _text(str(n))} for n in (3, 4)]],
+    ]
+    (tmp_path / "script.json").write_text(json.dumps(script))
+    peer = Peer(tmp_path, *BRIDGE, upstream=[*SCRIPTED, str(tmp_path / "script.json")])
+    assert peer.call(initialize_frame("2025-11-25", 1))["result"]["protocolVersion"] == "2025-11-25"
+    peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"][0]["name"] == "x"
+    call = {"name": "x", "arguments": {}}
+    peer.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+    after = peer.call({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": call})
+    assert after == {"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "4"}]}}
+    status, stderr = peer.finish()
+    assert status == 0, stderr
+    report = report_of(tmp_path)
+    assert report["violations"] == {}
+    assert report["unanswered_by_reason"] == {"client_cancelled": 2}
+
+
 def test_input_rounds_are_bounded_and_a_state_alone_is_retried_at_once(tmp_path: Path) -> None:
     """Issue 22: an InputRequiredResult with a requestState and nothing to ask is retried at once;
     an upstream that never completes is given up on after MAX_ROUNDS, NOT_BRIDGEABLE naming it."""

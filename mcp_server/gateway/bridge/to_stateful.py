@@ -96,6 +96,9 @@ class _Identity:
         self.key, self.connection, self.side, self.capabilities = key, connection, side, capabilities
         self.digest = jsonio.fingerprint(key.decode())
         self.ids = itertools.count(1)
+        # Translation state beside ``side.session`` (which expects and settles each request upstream):
+        # the client call each upstream id carries, kept past its reply while an exchange holds it,
+        # and the InputRequiredResult rounds in progress.
         self.calls: dict[int, _Call] = {}
         self.exchanges: dict[str, _Exchange] = {}
         loop = asyncio.get_running_loop()
@@ -139,7 +142,8 @@ class StatefulUpstreams:
         self._passthrough = False
         self._out = Outbox()
         self._identities: OrderedDict[bytes, _Identity] = OrderedDict()
-        self._by_client: dict[RequestId, tuple[_Identity, int]] = {}  # a client's open call → where upstream
+        # A client's open call → where upstream (its id there): the id translation, no request state.
+        self._by_client: dict[RequestId, tuple[_Identity, int]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         legacy = run.registry.protocol(version).definitions.get("ClientCapabilities", {})
         self._capabilities = frozenset(legacy.get("properties", {}))

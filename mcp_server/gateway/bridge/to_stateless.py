@@ -106,6 +106,9 @@ class StatelessUpstream:
         self._decided = asyncio.Event()
         self._side: UpstreamSide | None = None
         self._out = Outbox()  # frames for the client (bridge mode)
+        # Translation state, not a second ledger: the side's ``Session`` expects and settles each request
+        # upstream (its method, tool and version); these tables say which client call it carries, its
+        # input round, and which of the bridge's questions to the client answers which input.
         self._calls: dict[RequestId, _Call] = {}  # by the upstream id of its request in flight
         self._live: dict[RequestId, _Call] = {}  # by the client's id, until answered
         self._asked: dict[str, tuple[_Call, str]] = {}  # the bridge's request to the client → its call, key
@@ -261,12 +264,14 @@ class StatelessUpstream:
         self._side.untranslated(about, about.method or "notification", CLIENT_TO_SERVER, "dropped", raw)
 
     async def _cancel(self, call: _Call, about: Message) -> None:
+        """The call's request upstream cancelled: the ledger's rule for a cancellation sent settles it
+        (its reply, should it come, is late), as for the gateway's own."""
         assert self._side is not None
-        self._side.session.settle(CLIENT_TO_SERVER, call.upstream_id)
         params = {**(about.params or {}), "requestId": call.upstream_id}
         with contextlib.suppress(Rejection, ConnectionError, OSError):
             raw, message = self._side.sending({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
             await self._inner.send(raw, message)
+        self._side.session.abandon(CLIENT_TO_SERVER, call.upstream_id)  # (a cancellation refused there: all the same)
 
     # -- input rounds: the upstream's InputRequiredResult asked of the client -------------------
 
@@ -333,6 +338,7 @@ class StatelessUpstream:
             message = heard.message
             call = None if message is None or message.id is None else self._calls.pop(message.id, None)
             if call is not None:  # the upstream's invalid reply: the client is answered in its place
+                # (settled by the check when the chain named its request; here when it could not)
                 self._side.session.settle(CLIENT_TO_SERVER, call.upstream_id)
                 self._refuse(call.client_id, call.method, refused_reply(heard, SERVER_TO_CLIENT))
             return  # else counted by the upstream side's verdicts, as the run's mode says
