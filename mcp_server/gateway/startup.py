@@ -33,6 +33,7 @@ from .config import GatewayConfig
 
 if TYPE_CHECKING:
     from ..execution.upstream_login import UpstreamLogin
+    from ..execution.upstream_token import DeferredLogin, LoginSettings
 from .reports import new_report
 from .session import GatewayRun
 
@@ -82,7 +83,7 @@ class Gateway:
     processes: bool = True  # each session's upstream is a process of its own (a command, not a URL)
     # Issue 31: the gateway's login to an HTTP upstream (``None``: none configured or possible), and
     # the HTTP front's own check of tokens (made once its resource URL is known) or passthrough.
-    login: UpstreamLogin | None = None
+    login: DeferredLogin | None = None
     upstream_url: str | None = None
     front_check: Callable[[str], AccessCheck] | None = None
     passthrough: bool = False
@@ -262,7 +263,7 @@ def _fleet(
     return fleet
 
 
-def _secrets(credentials: UpstreamHeaders, login: UpstreamLogin | None, fleet: Fleet | None) -> tuple[str, ...]:
+def _secrets(credentials: UpstreamHeaders, login: DeferredLogin | None, fleet: Fleet | None) -> tuple[str, ...]:
     """What no output may show: the configured headers' values (an aggregate's servers' too), the
     login's client secret."""
     secret = None if login is None else login.settings.client_secret
@@ -289,16 +290,15 @@ def _login(
     *,
     interactive: bool,
     off: bool,
-) -> UpstreamLogin | None:
+) -> DeferredLogin | None:
     """The gateway's login to an HTTP upstream that asks for OAuth: unless an ``Authorization`` is
     configured, the client's is passed through, the configuration turns it off, or the SDK (the
-    ``oauth`` extra) is not installed (then a 401 is only reported)."""
+    ``oauth`` extra) is not installed (then a 401 is only reported). The SDK is imported on the
+    upstream's first refusal, not here: a run with a good token (or none needed) starts without it."""
+    from ..execution.upstream_token import DeferredLogin, LoginSettings, oauth_installed, token_path
+
     oauth = config.oauth
-    if not url or off or credentials.authorization or oauth.get("enabled") is False:
-        return None
-    try:
-        from ..execution.upstream_login import LoginSettings, UpstreamLogin, token_path
-    except ImportError:
+    if not url or off or credentials.authorization or oauth.get("enabled") is False or not oauth_installed():
         return None
     secret = oauth.get("client_secret")
     settings = LoginSettings(
@@ -312,6 +312,12 @@ def _login(
         wait_seconds=float(oauth.get("wait_seconds", 300.0)),
         version=registry.latest_handshake,
     )
+    return DeferredLogin(settings, _sdk_login)
+
+
+def _sdk_login(settings: LoginSettings) -> UpstreamLogin:
+    from ..execution.upstream_login import UpstreamLogin
+
     return UpstreamLogin(settings)
 
 
@@ -335,7 +341,7 @@ def _upstreams(
     grace_seconds: float,
     redactor: Redactor,
     credentials: UpstreamHeaders,
-    login: UpstreamLogin | None,
+    login: DeferredLogin | None,
     *,
     forward: bool,
 ) -> Callable[[], Connection]:
