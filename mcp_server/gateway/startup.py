@@ -5,6 +5,7 @@ the settings and the event log; nothing here parses it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -15,7 +16,6 @@ from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
 from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT
-from ..execution.access import AccessCheck, load_access
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import Redactor
@@ -28,12 +28,14 @@ from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
 from ..transport.event_loop import run as run_on_loop
-from .aggregate import Fleet
 from .config import GatewayConfig
 
 if TYPE_CHECKING:
+    from ..execution.access import AccessCheck
     from ..execution.upstream_login import UpstreamLogin
     from ..execution.upstream_token import DeferredLogin, LoginSettings
+    from ..transport.child_process import Started
+    from .aggregate import Fleet
 from .reports import new_report
 from .session import GatewayRun
 
@@ -109,11 +111,14 @@ def prepare(
     interactive: bool = False,
     limits: tuple[int | None, int | None] = (None, None),
     servers_path: Path | None = None,
+    started: list[Started] | None = None,
 ) -> Gateway:
     """A gateway run from the command line's values (``limits``: ``--max-frame-bytes`` and
     ``--max-server-frame-bytes``, ``None`` when not given), the environment and the files.
     ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``).
-    ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29)."""
+    ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29).
+    ``started``: the upstream's ``command`` already running (``start_child``), taken from the list by
+    the first session's upstream."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = _registry(settings, assert_formats)
@@ -130,9 +135,17 @@ def prepare(
     redactor = execution.policy.redactor.with_literals((*hidden, *_secrets(credentials, login, fleet)))
     held = config.held_bytes(SERVER_TO_CLIENT)
     new_upstream = _upstreams(
-        upstream_url, command, held, config.grace_seconds, redactor, credentials, login, forward=passthrough
+        upstream_url,
+        command,
+        held,
+        config.grace_seconds,
+        redactor,
+        credentials,
+        login,
+        forward=passthrough,
+        started=started,
     )
-    if fleet is None:
+    if fleet is None and started is None:
         new_upstream()  # a bad URL or a missing command is refused here, before any front starts
     name = redactor.redact_text(name if fleet is None else fleet.name)[0]
     run = _gateway_run(registry, config, name, execution.stage_policy, redactor, events, environ, tracer)
@@ -228,8 +241,12 @@ def _lockfile(config: GatewayConfig, registry: SchemaRegistry) -> Lockfile | Non
 
 def _front(auth: str | None, upstream_url: str | None) -> tuple[Callable[[str], AccessCheck] | None, bool]:
     """``--auth``: the HTTP front's own check of tokens, or passthrough to an HTTP upstream."""
+    if auth is None:
+        return None, False
     if auth != "passthrough":
-        return (None if auth is None else load_access(auth)), False
+        from ..execution.access import load_access  # who may use an HTTP front: imported when asked
+
+        return load_access(auth), False
     if not upstream_url:
         raise SetupError("--auth passthrough passes the client's credentials to an HTTP upstream: give --upstream URL")
     return None, True
@@ -254,7 +271,12 @@ def _wrapped(
 def _fleet(
     config: GatewayConfig, servers_path: Path | None, one_given: bool, bridge: str | None, environ: Mapping[str, str]
 ) -> Fleet | None:
-    """The servers of an aggregate (``--servers``, the configuration's ``servers``), or ``None``: one upstream."""
+    """The servers of an aggregate (``--servers``, the configuration's ``servers``), or ``None``: one
+    upstream (and the aggregate's modules are not imported)."""
+    if servers_path is None and not config.servers and not config.aggregate:
+        return None
+    from .aggregate import Fleet
+
     fleet = Fleet.read(config, servers_path, environ)
     if fleet is not None and one_given:
         raise SetupError("give servers (--servers FILE or the config's servers table) or one upstream, not both")
@@ -344,9 +366,11 @@ def _upstreams(
     login: DeferredLogin | None,
     *,
     forward: bool,
+    started: list[Started] | None = None,
 ) -> Callable[[], Connection]:
     """How each session's upstream is made: a Streamable HTTP client (its credentials, the run's
-    login, or the client's in passthrough), or a child process of its own."""
+    login, or the client's in passthrough), or a child process of its own (the first session's
+    ``started`` already, when it was)."""
 
     def new_upstream() -> Connection:
         if url:
@@ -358,17 +382,20 @@ def _upstreams(
             )
         from ..transport.child_process import ChildProcess
 
-        return ChildProcess(
-            command, max_frame_bytes=limit, grace_seconds=grace_seconds, redact=lambda t: redactor.redact_text(t)[0]
-        )
+        redact = lambda t: redactor.redact_text(t)[0]  # noqa: E731
+        taken = started.pop() if started else None
+        return ChildProcess(command, max_frame_bytes=limit, grace_seconds=grace_seconds, redact=redact, started=taken)
 
     return new_upstream
 
 
-def run_stdio(gateway: Gateway) -> int:
+def run_stdio(gateway: Gateway, runner: asyncio.Runner | None = None) -> int:
+    """One client on STDIO; ``runner``: the loop the upstream was started on (``prepare``'s ``started``)."""
     from .ndjson_front import run_stdio as serve
 
     serving = serve(gateway.new_upstream(), gateway.run, gateway.settings.runs_dir)
+    if runner is not None:
+        return runner.run(serving)
     return run_on_loop(serving, gateway.settings.event_loop, stdio=True)
 
 
