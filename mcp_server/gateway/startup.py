@@ -317,10 +317,12 @@ def _login(
     configured, the client's is passed through, the configuration turns it off, or the SDK (the
     ``oauth`` extra) is not installed (then a 401 is only reported). The SDK is imported on the
     upstream's first refusal, not here: a run with a good token (or none needed) starts without it."""
+    oauth = config.oauth
+    if not url or off or credentials.authorization or oauth.get("enabled") is False:
+        return None
     from ..execution.upstream_token import DeferredLogin, LoginSettings, oauth_installed, token_path
 
-    oauth = config.oauth
-    if not url or off or credentials.authorization or oauth.get("enabled") is False or not oauth_installed():
+    if not oauth_installed():
         return None
     secret = oauth.get("client_secret")
     settings = LoginSettings(
