@@ -117,8 +117,7 @@ def prepare(
     ``--max-server-frame-bytes``, ``None`` when not given), the environment and the files.
     ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``).
     ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29).
-    ``started``: the upstream's ``command`` already running (``start_child``), taken from the list by
-    the first session's upstream."""
+    ``started``: ``command`` already running (``start_child``), the first session's (ADR 35)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = _registry(settings, assert_formats)
@@ -133,18 +132,7 @@ def prepare(
     # (`--token X`) and the configured credentials are hidden there, and wherever else they appear.
     name, hidden = execution.policy.redactor.redact_command(command or [upstream_url or ""])
     redactor = execution.policy.redactor.with_literals((*hidden, *_secrets(credentials, login, fleet)))
-    held = config.held_bytes(SERVER_TO_CLIENT)
-    new_upstream = _upstreams(
-        upstream_url,
-        command,
-        held,
-        config.grace_seconds,
-        redactor,
-        credentials,
-        login,
-        forward=passthrough,
-        started=started,
-    )
+    new_upstream = _upstreams(upstream_url, command, config, redactor, credentials, login, passthrough, started)
     if fleet is None and started is None:
         new_upstream()  # a bad URL or a missing command is refused here, before any front starts
     name = redactor.redact_text(name if fleet is None else fleet.name)[0]
@@ -361,18 +349,17 @@ def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | 
 def _upstreams(
     url: str | None,
     command: Sequence[str],
-    limit: int,
-    grace_seconds: float,
+    config: GatewayConfig,
     redactor: Redactor,
     credentials: UpstreamHeaders,
     login: DeferredLogin | None,
-    *,
     forward: bool,
     started: list[Started] | None = None,
 ) -> Callable[[], Connection]:
     """How each session's upstream is made: a Streamable HTTP client (its credentials, the run's
     login, or the client's in passthrough), or a child process of its own (the first session's
     ``started`` already, when it was)."""
+    limit, grace_seconds = config.held_bytes(SERVER_TO_CLIENT), config.grace_seconds
 
     def new_upstream() -> Connection:
         if url:
