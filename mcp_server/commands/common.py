@@ -68,12 +68,12 @@ def front_auth(
 ) -> tuple[str | None, str | None]:
     """``--auth`` and ``--auth-resource`` (or their variables) of an HTTP front on ``host`` (``None``:
     no HTTP front), which may not serve other hosts unauthenticated (issue 31)."""
-    from ..execution.access import refuse_open_door
-
     if host is None:
         if args.auth:
             raise SetupError("--auth is for an HTTP front")
         return None, None
+    from ..execution.access import refuse_open_door
+
     auth = args.auth or environ.get("MCP_AUTH") or None
     allow = args.allow_unauthenticated or environ.get("MCP_ALLOW_UNAUTHENTICATED") == "1"
     refuse_open_door(host, authenticated=auth is not None, allowed=allow, flag=flag)

@@ -4,6 +4,7 @@ socket or HTTP."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,6 +27,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..observe.tracing import Tracer
+    from ..transport.child_process import Started
 
 __all__ = ["USAGE", "declare", "run"]
 
@@ -79,17 +81,45 @@ def declare(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]) -> int:
+    settings = Settings.from_env(environ)
+    if args.listen != "stdio" or not command or args.upstream or args.servers:
+        return _run(args, command, environ, settings)
+    # One client on STDIO before one command: the upstream starts first and boots while the gateway
+    # loads (its imports, schemas and policy), as it would for a client that started it direct (issue 34).
+    from ..transport.child_process import discard, start_child
+    from ..transport.event_loop import runner
+
+    front_auth(args, environ, None, "--listen")  # what is refused before anything starts, first
+    ReadyFile(settings.ready_file).claim()
+    with runner(settings.event_loop, stdio=True) as loop:
+        early = [loop.run(start_child(command))]
+        try:
+            return _run(args, command, environ, settings, loop, early)
+        finally:
+            if early:  # refused before its session took it
+                loop.run(discard(early.pop()))
+
+
+def _run(
+    args: argparse.Namespace,
+    command: list[str],
+    environ: Mapping[str, str],
+    settings: Settings,
+    loop: asyncio.Runner | None = None,
+    early: list[Started] | None = None,
+) -> int:
+    """The gateway run; ``loop`` and ``early``: the loop its upstream was started on, and that upstream
+    (taken by the session)."""
     from ..gateway import startup
     from ..transport.event_loop import loop_name
 
     listen = startup.parse_listen(args.listen)  # a bad value is refused before anything starts
     auth, resource = front_auth(args, environ, listen.host if listen.front == "http" else None, "--listen")
-    settings = Settings.from_env(environ)
     ready_file = ReadyFile(settings.ready_file)
     ready_file.claim()  # never another's file: refused before anything starts
     events = event_log(settings, args, "gateway")
     options = _gateway_options(args, command, settings, environ)
-    gateway = startup.prepare(settings, environ, events, **options, auth=auth, interactive=True)
+    gateway = startup.prepare(settings, environ, events, **options, auth=auth, interactive=True, started=early)
     redact_logs(gateway.redactor)
     open_log(events, gateway.redactor)
     detail = {"mode": "gateway", "schemas": gateway.run.registry.provenance}
@@ -107,7 +137,7 @@ def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]
     try:
         if listen.front == "stdio":
             on_ready("stdio")()
-            return startup.run_stdio(gateway)
+            return startup.run_stdio(gateway, loop)
         if listen.front == "http":
             listener, url = listen_tcp(listen.host, listen.port, listen.path)
             idle = seconds(args.idle_timeout, name="--idle-timeout")  # nan turned reaping off

@@ -91,6 +91,8 @@ def login(args: argparse.Namespace, command: list[str], environ: Mapping[str, st
             "nothing to log in with: the oauth extra is needed (pip install 'mcp-server[oauth]'), and no "
             "Authorization header or oauth.enabled = false may be configured"
         )
-    from ..execution.upstream_login import login_now
+    from ..execution.upstream_login import UpstreamLogin, login_now
 
-    return asyncio.run(login_now(gateway.login, gateway.upstream_name))
+    login = gateway.login.now()  # the SDK's login, made now
+    assert isinstance(login, UpstreamLogin)
+    return asyncio.run(login_now(login, gateway.upstream_name))

@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import re2
-
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.settings import SetupError
@@ -54,6 +52,8 @@ class Globs:
 
 def _glob_pattern(glob: str) -> str:
     """One fnmatch glob as RE2 syntax (as ``fnmatch.translate``: an unclosed ``[`` is a literal)."""
+    import re2  # as the pattern is compiled: a run with no glob loads no RE2
+
     out: list[str] = []
     i, n = 0, len(glob)
     while i < n:

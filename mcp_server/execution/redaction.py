@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import re2
-
 from ..core import jsonio
 from ..core.pointer import pointer
 
@@ -89,18 +87,27 @@ _BATCH_FROM = 64  # strings in a document from which one search of them all come
 # Words of a name: camelCase humps, ALLCAPS runs, lower-case runs and digits; anything else separates.
 # Each alternative consumes its run or fails within it, so the search is linear in the name.
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # a bad configured pattern is reported once, as a setup error
 
 
 class PatternError(ValueError):
     """A redaction pattern RE2 cannot compile (back-references and look-around have no linear form)."""
 
 
+def _re2() -> Any:
+    """RE2, imported on the first pattern compiled (2.5 MiB resident: a run that never redacts, as
+    ``serve`` over STDIO without a policy, never loads it)."""
+    import re2
+
+    return re2
+
+
 def compile_pattern(pattern: str) -> Any:
     """``pattern`` compiled by RE2, or ``PatternError`` saying why not."""
+    re2 = _re2()
+    options = re2.Options()
+    options.log_errors = False  # a bad configured pattern is reported once, as a setup error
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return re2.compile(pattern, options)
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise PatternError(reason) from None
@@ -114,7 +121,7 @@ def name_words(name: str) -> tuple[str, ...]:
 
 def _name_pattern(words: Sequence[str], between: str = "[^A-Za-z0-9]*") -> str:
     """Text that spells ``words`` with separators between them (``api[^A-Za-z0-9]*key``)."""
-    return between.join(re2.escape(word) for word in words)
+    return between.join(_re2().escape(word) for word in words)
 
 
 def _key_value_pattern(names: Iterable[Sequence[str]]) -> str:
@@ -126,19 +133,24 @@ def _key_value_pattern(names: Iterable[Sequence[str]]) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Redactor:
-    """What to hide. ``redact`` returns a redacted copy and whether anything was replaced."""
+    """What to hide. ``redact`` returns a redacted copy and whether anything was replaced. Its
+    patterns are compiled on first use (a policy's own, at ``build``: a bad one is refused there)."""
 
     pointers: tuple[tuple[str, ...], ...] = ()
     configured: tuple[str, ...] = ()  # key names given on top of ``SECRET_NAMES``
     own_patterns: tuple[str, ...] = ()  # patterns given on top of the built-in ones
     literals: tuple[str, ...] = ()  # values hidden wherever they appear (``with_literals``)
-    patterns: tuple[tuple[Any, str], ...] = ()  # every pattern, compiled, with its replacement
-    any_pattern: Any = None  # every pattern at once: a text it does not match needs none of them
-    any_core: Any = None  # in a document's JSON text, what every match and every secret name holds
+    _names: tuple[tuple[str, ...], ...] = ()  # the words of every secret name
     _single: frozenset[str] = frozenset()  # a secret name as one word (``apikey``, ``password``)
     _multi: frozenset[tuple[str, ...]] = frozenset()  # a secret name of several words
     _detail_pointers: tuple[tuple[str, ...], ...] = ()  # each pointer under each place a violation's path starts
     _keys: dict[str, bool] = field(default_factory=dict, compare=False)
+    # Compiled on first use (``_compile``): every pattern with its replacement; every pattern at once
+    # (a text it does not match needs none of them); in a document's JSON text, what every match and
+    # every secret name holds (``None`` with a pattern of the policy's: it has no known core).
+    patterns: tuple[tuple[Any, str], ...] = field(default=(), init=False, compare=False)
+    any_pattern: Any = field(default=None, init=False, compare=False)
+    any_core: Any = field(default=None, init=False, compare=False)
 
     @classmethod
     def build(
@@ -149,28 +161,40 @@ class Redactor:
         patterns: Iterable[str] = (),
         literals: Iterable[str] = (),
     ) -> Redactor:
-        """Compile once: the policy's pointers, key names and patterns on top of the defaults (and
-        literal values to hide). ``PatternError`` for a pattern RE2 cannot compile; ``ValueError`` for
-        a bad pointer."""
+        """The policy's pointers, key names and patterns on top of the defaults (and literal values
+        to hide). ``PatternError`` for a pattern RE2 cannot compile; ``ValueError`` for a bad pointer."""
         configured, own, pointers, literals = tuple(keys), tuple(patterns), tuple(pointers), tuple(literals)
         names = tuple(dict.fromkeys(w for w in (name_words(n) for n in (*SECRET_NAMES, *configured)) if w))
-        sources = [(p, r) for p, r, _ in SECRET_PATTERNS]
-        sources += [(_key_value_pattern(names), _KEY_VALUE_MASK), *((p, MASK) for p in own)]
-        sources += [(re2.escape(value), MASK) for value in literals]
-        cores = [core for _, _, core in SECRET_PATTERNS] + ["(?i:" + _name_pattern(w, _SEPARATOR) + ")" for w in names]
-        cores += [re2.escape(jsonio.dumps(value).decode()[1:-1]) for value in literals]  # as JSON writes it
-        return cls(
+        redactor = cls(
             pointers=tuple(_tokens(p) for p in pointers),
             configured=configured,
             own_patterns=own,
             literals=literals,
-            patterns=tuple((compile_pattern(source), replacement) for source, replacement in sources),
-            any_pattern=compile_pattern("|".join(f"(?:{source})" for source, _ in sources)),
-            any_core=None if own else compile_pattern("|".join(cores)),  # a pattern of the policy's has no core
+            _names=names,
             _single=frozenset("".join(words) for words in names),
             _multi=frozenset(words for words in names if len(words) > 1),
             _detail_pointers=tuple((*_tokens(a), *_tokens(p)) for a in _DETAIL_ANCHORS for p in pointers),
         )
+        if own:
+            redactor._compile()  # a pattern of the policy's that RE2 cannot compile is refused now
+        return redactor
+
+    def _compile(self) -> Any:
+        """Compile the patterns (once; RE2 imported then); ``any_pattern``."""
+        if self.any_pattern is None:
+            escape = _re2().escape
+            sources = [(p, r) for p, r, _ in SECRET_PATTERNS]
+            sources += [(_key_value_pattern(self._names), _KEY_VALUE_MASK), *((p, MASK) for p in self.own_patterns)]
+            sources += [(escape(value), MASK) for value in self.literals]
+            cores = [core for _, _, core in SECRET_PATTERNS]
+            cores += ["(?i:" + _name_pattern(w, _SEPARATOR) + ")" for w in self._names]
+            cores += [escape(jsonio.dumps(value).decode()[1:-1]) for value in self.literals]  # as JSON writes it
+            patterns = tuple((compile_pattern(source), replacement) for source, replacement in sources)
+            any_core = None if self.own_patterns else compile_pattern("|".join(cores))
+            object.__setattr__(self, "patterns", patterns)  # frozen: set once, as a cache
+            object.__setattr__(self, "any_core", any_core)
+            object.__setattr__(self, "any_pattern", compile_pattern("|".join(f"(?:{s})" for s, _ in sources)))
+        return self.any_pattern
 
     def with_literals(self, values: Iterable[str]) -> Redactor:
         """This redactor, also hiding each of ``values`` wherever it appears (a secret the command line
@@ -231,7 +255,7 @@ class Redactor:
 
     def redact_text(self, text: str) -> tuple[str, bool]:
         """``text`` with every secret pattern replaced (one search first: most texts need none)."""
-        if not text or self.any_pattern.search(text) is None:
+        if not text or (self.any_pattern or self._compile()).search(text) is None:
             return text, False
         applied = False
         for pattern, replacement in self.patterns:
@@ -265,6 +289,8 @@ class Redactor:
         """Whether nothing in ``value`` can need hiding: its JSON text (one C call) holds no pattern's
         core and no secret name, so no string, key or violation path of it does. ``False`` when that
         cannot be told: a pattern of the policy's (no core is known), or a value JSON cannot hold."""
+        if self.any_pattern is None:
+            self._compile()
         if self.any_core is None:
             return False
         try:
@@ -278,6 +304,8 @@ class Redactor:
         newlines (``None``: search each one; few strings, or a pattern of the policy's, which may be
         anchored). A match across two strings flags both; one inside a string is always found (a
         match that runs on into it flags it too): none is missed, a few are searched for nothing."""
+        if self.any_pattern is None:
+            self._compile()
         if self.any_core is None:
             return None
         strings: list[str] = []

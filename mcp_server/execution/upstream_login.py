@@ -5,7 +5,8 @@ with PKCE, the RFC 8707 resource indicator, refresh. What a gateway adds: the to
 per upstream, the user's browser sent to the authorization page, a loopback listener for the
 redirect, and one login shared by every session of the run.
 
-Imported only for an HTTP upstream when the SDK is installed (the ``oauth`` extra). Never writes a
+Imported on the upstream's first refusal of the run's token, or by ``mcp-server login``
+(``upstream_token.DeferredLogin``), when the SDK is installed (the ``oauth`` extra). Never writes a
 token anywhere but its file.
 """
 
@@ -13,16 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
-import re
 import shlex
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -42,9 +39,9 @@ from pydantic import AnyUrl, ValidationError
 from ..core import jsonio
 from ..core.errors import CanonicalError
 from ..core.files import write_atomic
-from ..core.settings import SetupError
+from .upstream_token import LoginSettings, read_token_file
 
-__all__ = ["LoginSettings", "TokenFile", "UpstreamLogin", "login_now", "open_browser", "token_path"]
+__all__ = ["TokenFile", "UpstreamLogin", "login_now", "open_browser"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -58,31 +55,6 @@ class LoginNeeded(Exception):
     """The upstream wants a login and this run may not ask the user (``doctor``, ``lock``)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LoginSettings:
-    """How to log in to one upstream: the configuration's ``oauth`` table and where tokens live."""
-
-    url: str
-    token_file: Path
-    client_id: str | None = None
-    client_secret: str | None = None
-    scope: str | None = None
-    redirect_port: int = 0  # 0: the one registered before, else a free one
-    interactive: bool = True  # may send the user to the browser (not in ``doctor``, ``lock``)
-    wait_seconds: float = 300.0  # for the user to finish in the browser
-    version: str = "2025-11-25"  # the MCP-Protocol-Version the probe states
-
-
-def token_path(url: str, environ: Mapping[str, str]) -> Path:
-    """The upstream's token file: ``MCP_OAUTH_DIR`` (else ``$XDG_STATE_HOME/mcp-server/oauth``), one
-    file per URL, named for its host and a digest of the whole URL."""
-    configured = environ.get("MCP_OAUTH_DIR")
-    state = environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    folder = Path(configured).expanduser() if configured else Path(state) / "mcp-server" / "oauth"
-    host = re.sub(r"[^A-Za-z0-9.-]+", "-", urlsplit(url).netloc) or "upstream"
-    return folder / f"{host}-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json"
-
-
 class TokenFile:
     """The SDK's token storage as one JSON file readable by its owner only: the tokens and the
     registered client. A configured client id stands for the registered one."""
@@ -93,13 +65,10 @@ class TokenFile:
 
     def read(self) -> dict[str, Any]:
         try:
-            document = jsonio.loads(self.path.read_bytes())
-        except FileNotFoundError:
-            return {}
+            return read_token_file(self.path)
         except (OSError, jsonio.JSONSyntaxError) as exc:
             log.warning("upstream login: %s is unreadable (%s); logging in again", self.path, type(exc).__name__)
             return {}
-        return document if isinstance(document, dict) else {}
 
     def _write(self, key: str, value: Any) -> None:
         document = {**self.read(), key: value}
@@ -290,9 +259,7 @@ class UpstreamLogin:
 def _configured_client(settings: LoginSettings) -> OAuthClientInformationFull | None:
     if settings.client_id is None:
         return None
-    port = settings.redirect_port
-    if port == 0:
-        raise SetupError("oauth.client_id needs oauth.redirect_port: the port registered for its redirect URI")
+    port = settings.redirect_port  # given with a client id (``LoginSettings`` checks it)
     return OAuthClientInformationFull(
         client_id=settings.client_id,
         client_secret=settings.client_secret,

@@ -5,6 +5,7 @@ the settings and the event log; nothing here parses it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -15,7 +16,6 @@ from urllib.parse import urlsplit
 
 from ..core.settings import Settings, SetupError
 from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT
-from ..execution.access import AccessCheck, load_access
 from ..execution.grants import GrantSigner, signer_from
 from ..execution.policy import Policy
 from ..execution.redaction import Redactor
@@ -28,11 +28,14 @@ from ..registry.lockfile import Lockfile
 from ..registry.schemas import SchemaRegistry
 from ..transport.connection import Connection
 from ..transport.event_loop import run as run_on_loop
-from .aggregate import Fleet
 from .config import GatewayConfig
 
 if TYPE_CHECKING:
+    from ..execution.access import AccessCheck
     from ..execution.upstream_login import UpstreamLogin
+    from ..execution.upstream_token import DeferredLogin, LoginSettings
+    from ..transport.child_process import Started
+    from .aggregate import Fleet
 from .reports import new_report
 from .session import GatewayRun
 
@@ -82,7 +85,7 @@ class Gateway:
     processes: bool = True  # each session's upstream is a process of its own (a command, not a URL)
     # Issue 31: the gateway's login to an HTTP upstream (``None``: none configured or possible), and
     # the HTTP front's own check of tokens (made once its resource URL is known) or passthrough.
-    login: UpstreamLogin | None = None
+    login: DeferredLogin | None = None
     upstream_url: str | None = None
     front_check: Callable[[str], AccessCheck] | None = None
     passthrough: bool = False
@@ -108,11 +111,13 @@ def prepare(
     interactive: bool = False,
     limits: tuple[int | None, int | None] = (None, None),
     servers_path: Path | None = None,
+    started: list[Started] | None = None,
 ) -> Gateway:
     """A gateway run from the command line's values (``limits``: ``--max-frame-bytes`` and
     ``--max-server-frame-bytes``, ``None`` when not given), the environment and the files.
     ``interactive``: a login to the upstream may send the user to the browser (not ``doctor``).
-    ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29)."""
+    ``servers_path`` (or the configuration's ``servers``): many upstreams, an aggregate (ADR 29).
+    ``started``: ``command`` already running (``start_child``), the first session's (ADR 35)."""
     if upstream_url and command:
         raise SetupError("give either --upstream URL or `-- COMMAND ...`, not both")
     registry = _registry(settings, assert_formats)
@@ -127,11 +132,8 @@ def prepare(
     # (`--token X`) and the configured credentials are hidden there, and wherever else they appear.
     name, hidden = execution.policy.redactor.redact_command(command or [upstream_url or ""])
     redactor = execution.policy.redactor.with_literals((*hidden, *_secrets(credentials, login, fleet)))
-    held = config.held_bytes(SERVER_TO_CLIENT)
-    new_upstream = _upstreams(
-        upstream_url, command, held, config.grace_seconds, redactor, credentials, login, forward=passthrough
-    )
-    if fleet is None:
+    new_upstream = _upstreams(upstream_url, command, config, redactor, credentials, login, passthrough, started)
+    if fleet is None and started is None:
         new_upstream()  # a bad URL or a missing command is refused here, before any front starts
     name = redactor.redact_text(name if fleet is None else fleet.name)[0]
     run = _gateway_run(registry, config, name, execution.stage_policy, redactor, events, environ, tracer)
@@ -227,8 +229,12 @@ def _lockfile(config: GatewayConfig, registry: SchemaRegistry) -> Lockfile | Non
 
 def _front(auth: str | None, upstream_url: str | None) -> tuple[Callable[[str], AccessCheck] | None, bool]:
     """``--auth``: the HTTP front's own check of tokens, or passthrough to an HTTP upstream."""
+    if auth is None:
+        return None, False
     if auth != "passthrough":
-        return (None if auth is None else load_access(auth)), False
+        from ..execution.access import load_access  # who may use an HTTP front: imported when asked
+
+        return load_access(auth), False
     if not upstream_url:
         raise SetupError("--auth passthrough passes the client's credentials to an HTTP upstream: give --upstream URL")
     return None, True
@@ -253,7 +259,12 @@ def _wrapped(
 def _fleet(
     config: GatewayConfig, servers_path: Path | None, one_given: bool, bridge: str | None, environ: Mapping[str, str]
 ) -> Fleet | None:
-    """The servers of an aggregate (``--servers``, the configuration's ``servers``), or ``None``: one upstream."""
+    """The servers of an aggregate (``--servers``, the configuration's ``servers``), or ``None``: one
+    upstream (and the aggregate's modules are not imported)."""
+    if servers_path is None and not config.servers and not config.aggregate:
+        return None
+    from .aggregate import Fleet
+
     fleet = Fleet.read(config, servers_path, environ)
     if fleet is not None and one_given:
         raise SetupError("give servers (--servers FILE or the config's servers table) or one upstream, not both")
@@ -262,7 +273,7 @@ def _fleet(
     return fleet
 
 
-def _secrets(credentials: UpstreamHeaders, login: UpstreamLogin | None, fleet: Fleet | None) -> tuple[str, ...]:
+def _secrets(credentials: UpstreamHeaders, login: DeferredLogin | None, fleet: Fleet | None) -> tuple[str, ...]:
     """What no output may show: the configured headers' values (an aggregate's servers' too), the
     login's client secret."""
     secret = None if login is None else login.settings.client_secret
@@ -289,16 +300,17 @@ def _login(
     *,
     interactive: bool,
     off: bool,
-) -> UpstreamLogin | None:
+) -> DeferredLogin | None:
     """The gateway's login to an HTTP upstream that asks for OAuth: unless an ``Authorization`` is
     configured, the client's is passed through, the configuration turns it off, or the SDK (the
-    ``oauth`` extra) is not installed (then a 401 is only reported)."""
+    ``oauth`` extra) is not installed (then a 401 is only reported). The SDK is imported on the
+    upstream's first refusal, not here: a run with a good token (or none needed) starts without it."""
     oauth = config.oauth
     if not url or off or credentials.authorization or oauth.get("enabled") is False:
         return None
-    try:
-        from ..execution.upstream_login import LoginSettings, UpstreamLogin, token_path
-    except ImportError:
+    from ..execution.upstream_token import DeferredLogin, LoginSettings, oauth_installed, token_path
+
+    if not oauth_installed():
         return None
     secret = oauth.get("client_secret")
     settings = LoginSettings(
@@ -312,6 +324,12 @@ def _login(
         wait_seconds=float(oauth.get("wait_seconds", 300.0)),
         version=registry.latest_handshake,
     )
+    return DeferredLogin(settings, _sdk_login)
+
+
+def _sdk_login(settings: LoginSettings) -> UpstreamLogin:
+    from ..execution.upstream_login import UpstreamLogin
+
     return UpstreamLogin(settings)
 
 
@@ -331,16 +349,17 @@ def _grants(policy: Policy | None, environ: Mapping[str, str]) -> GrantSigner | 
 def _upstreams(
     url: str | None,
     command: Sequence[str],
-    limit: int,
-    grace_seconds: float,
+    config: GatewayConfig,
     redactor: Redactor,
     credentials: UpstreamHeaders,
-    login: UpstreamLogin | None,
-    *,
+    login: DeferredLogin | None,
     forward: bool,
+    started: list[Started] | None = None,
 ) -> Callable[[], Connection]:
     """How each session's upstream is made: a Streamable HTTP client (its credentials, the run's
-    login, or the client's in passthrough), or a child process of its own."""
+    login, or the client's in passthrough), or a child process of its own (the first session's
+    ``started`` already, when it was)."""
+    limit, grace_seconds = config.held_bytes(SERVER_TO_CLIENT), config.grace_seconds
 
     def new_upstream() -> Connection:
         if url:
@@ -352,17 +371,20 @@ def _upstreams(
             )
         from ..transport.child_process import ChildProcess
 
-        return ChildProcess(
-            command, max_frame_bytes=limit, grace_seconds=grace_seconds, redact=lambda t: redactor.redact_text(t)[0]
-        )
+        redact = lambda t: redactor.redact_text(t)[0]  # noqa: E731
+        taken = started.pop() if started else None
+        return ChildProcess(command, max_frame_bytes=limit, grace_seconds=grace_seconds, redact=redact, started=taken)
 
     return new_upstream
 
 
-def run_stdio(gateway: Gateway) -> int:
+def run_stdio(gateway: Gateway, runner: asyncio.Runner | None = None) -> int:
+    """One client on STDIO; ``runner``: the loop the upstream was started on (``prepare``'s ``started``)."""
     from .ndjson_front import run_stdio as serve
 
     serving = serve(gateway.new_upstream(), gateway.run, gateway.settings.runs_dir)
+    if runner is not None:
+        return runner.run(serving)
     return run_on_loop(serving, gateway.settings.event_loop, stdio=True)
 
 

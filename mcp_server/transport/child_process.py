@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.settings import SetupError
 from ..core.types import Message
@@ -21,7 +21,7 @@ from .coalescing import CoalescingTransport
 from .ndjson import LineSplitter, read_lines
 from .stdio import ChunkReader
 
-__all__ = ["ChildProcess", "still_read"]
+__all__ = ["ChildProcess", "Started", "discard", "start_child", "still_read"]
 
 _CHUNK = 65_536
 # A child whose frames nobody reads any more (the gateway is stopping, or the client's session
@@ -56,6 +56,50 @@ def still_read(reader: asyncio.Task[Any] | None) -> bool:
     return reader is not None and not reader.done() and not reader.cancelling()
 
 
+class Started(NamedTuple):
+    """A child process and our ends of its stdout and stdin, before a ``ChildProcess`` reads them: the
+    gateway starts its upstream first, and the upstream boots while the gateway loads."""
+
+    process: asyncio.subprocess.Process
+    stdout: int
+    stdin: int
+
+
+async def start_child(command: Sequence[str], env: Mapping[str, str] | None = None) -> Started:
+    """Start ``command`` with pipes of our own on its stdin and stdout (a hop fewer per frame than a
+    stream reader with a task behind it; uvloop's stdin would be a socket pair) and its stderr to copy."""
+    read_end, write_end = os.pipe()
+    stdin_read, stdin_write = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=stdin_read,
+            stdout=write_end,
+            stderr=asyncio.subprocess.PIPE,
+            limit=_CHUNK,
+            preexec_fn=_dies_with(os.getpid()),
+            env=env,
+        )
+    except OSError as exc:
+        os.close(read_end)
+        os.close(stdin_write)
+        raise SetupError(f"cannot start upstream {command[0]!r}: {exc.strerror}") from None
+    finally:
+        os.close(write_end)
+        os.close(stdin_read)
+    return Started(process, read_end, stdin_write)
+
+
+async def discard(started: Started) -> None:
+    """A child started for a run that stopped before it served: our pipes closed, then it is killed
+    and reaped."""
+    os.close(started.stdin)
+    os.close(started.stdout)
+    with contextlib.suppress(ProcessLookupError):
+        started.process.kill()
+    await started.process.wait()
+
+
 class ChildProcess:
     """A server as a child process speaking NDJSON on its stdin/stdout; its stderr is copied to ours,
     each line through ``redact`` (secrets hidden)."""
@@ -68,8 +112,11 @@ class ChildProcess:
         grace_seconds: float = 2.0,
         redact: Callable[[str], str] = lambda line: line,
         env: Mapping[str, str] | None = None,
+        started: Started | None = None,
     ) -> None:
+        """``started``: the child already running (``start_child``), read from ``open`` on."""
         self.redact = redact
+        self._started = started
         self.env = None if not env else {**os.environ, **env}  # a client's ``env``: added to ours
         if not command:
             raise SetupError("gateway needs an upstream: `-- <command ...>` or --upstream URL")
@@ -84,31 +131,13 @@ class ChildProcess:
         self._input = _Input()  # the child's stdin
 
     async def open(self) -> None:
-        # The child's stdout is a pipe of our own, read straight into a ``ChunkReader``: a hop fewer
-        # per frame than a stream reader with a task behind it. Its stdin is a pipe of our own too,
-        # on either loop (uvloop's would be a socket pair), written one loop turn at a time.
-        read_end, write_end = os.pipe()
-        stdin_read, stdin_write = os.pipe()
-        try:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.command,
-                stdin=stdin_read,
-                stdout=write_end,
-                stderr=asyncio.subprocess.PIPE,
-                limit=_CHUNK,
-                preexec_fn=_dies_with(os.getpid()),
-                env=self.env,
-            )
-        except OSError as exc:
-            os.close(read_end)
-            os.close(stdin_write)
-            raise SetupError(f"cannot start upstream {self.command[0]!r}: {exc.strerror}") from None
-        finally:
-            os.close(write_end)
-            os.close(stdin_read)
+        """Start the child (unless it was started before) and read its stdout straight into a
+        ``ChunkReader``; its stdin written one loop turn at a time."""
+        started, self._started = self._started or await start_child(self.command, self.env), None
+        self.process = started.process
         loop = asyncio.get_running_loop()
-        await loop.connect_read_pipe(lambda: self._stdout, os.fdopen(read_end, "rb", buffering=0))
-        await loop.connect_write_pipe(lambda: self._input, os.fdopen(stdin_write, "wb", buffering=0))
+        await loop.connect_read_pipe(lambda: self._stdout, os.fdopen(started.stdout, "rb", buffering=0))
+        await loop.connect_write_pipe(lambda: self._input, os.fdopen(started.stdin, "wb", buffering=0))
         self._stderr_task = asyncio.ensure_future(self._copy_stderr())
 
     async def _copy_stderr(self) -> None:

@@ -11,7 +11,7 @@ import stat
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["loop_name", "run"]
+__all__ = ["loop_name", "run", "runner"]
 
 T = TypeVar("T")
 
@@ -42,8 +42,15 @@ def loop_name(choice: str = "auto", *, stdio: bool = False) -> str:
     return "uvloop"
 
 
+def runner(choice: str = "auto", *, stdio: bool = False) -> asyncio.Runner:
+    """A runner on the loop ``loop_name(choice, stdio=stdio)`` names, for a command that runs in
+    steps on one loop (the gateway starts its upstream, loads, then serves)."""
+    if loop_name(choice, stdio=stdio) == "uvloop":
+        return asyncio.Runner(loop_factory=_uvloop().new_event_loop)
+    return asyncio.Runner()
+
+
 def run(main: Coroutine[Any, Any, T], choice: str = "auto", *, stdio: bool = False) -> T:
     """``asyncio.run(main)`` on the loop ``loop_name(choice, stdio=stdio)`` names."""
-    if loop_name(choice, stdio=stdio) == "uvloop":
-        return _uvloop().run(main)  # type: ignore[no-any-return]
-    return asyncio.run(main)
+    with runner(choice, stdio=stdio) as running:
+        return running.run(main)

@@ -117,7 +117,7 @@ class HttpClient:
         # A reply's SSE stream and the GET stream may be quiet for as long as the server likes: no
         # read timeout (a whole-request one ended the upstream session mid-stream); connecting,
         # writing and waiting for a connection are bounded.
-        self._client = httpx.AsyncClient(timeout=httpx.Timeout(connect_seconds, read=None))
+        self._client: httpx.AsyncClient | None = None  # made on first use (``_http``): a check of the URL makes none
         self._connect_seconds = connect_seconds
         # What came back, and the id of the request whose POST's response carried it (``None``: the GET stream).
         self._queue: asyncio.Queue[tuple[bytes, RequestId | None] | None] = asyncio.Queue(maxsize=64)
@@ -133,6 +133,16 @@ class HttpClient:
 
     async def open(self) -> None:
         return None
+
+    @property
+    def _http(self) -> httpx.AsyncClient:
+        """The HTTP client, made once. Certificates are read for an ``https`` upstream only (40 ms or
+        more): every request goes to ``url`` and no redirect is followed, so a plain ``http`` one
+        never makes a TLS connection."""
+        if self._client is None:
+            timeout = httpx.Timeout(self._connect_seconds, read=None)
+            self._client = httpx.AsyncClient(timeout=timeout, verify=self.url.startswith("https://"))
+        return self._client
 
     def _headers(self, about: Message | None) -> dict[str, str]:
         """A POST's headers: the session's, the version the frame was read under (the session's
@@ -227,7 +237,7 @@ class HttpClient:
         carried). An HTTP error without a JSON-RPC body on a request's POST still comes back, as the
         text it was, for the request not to wait for an answer that will never come. A refusal of the
         credentials comes back as its status and challenge (``WWW-Authenticate``)."""
-        async with self._client.stream("POST", self.url, content=raw, headers=headers) as response:
+        async with self._http.stream("POST", self.url, content=raw, headers=headers) as response:
             if response.status_code in _REFUSALS:
                 return response.status_code, response.headers.get("www-authenticate")
             session_id = response.headers.get("mcp-session-id")
@@ -310,7 +320,7 @@ class HttpClient:
             headers["MCP-Protocol-Version"] = self._version
         if self._last_event_id is not None:
             headers["Last-Event-ID"] = self._last_event_id
-        async with self._client.stream("GET", self.url, headers=headers) as response:
+        async with self._http.stream("GET", self.url, headers=headers) as response:
             self._listening.set()
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
                 status = response.status_code
@@ -354,8 +364,9 @@ class HttpClient:
         if self._session_id is not None:
             with contextlib.suppress(httpx.HTTPError):
                 headers = {**self._credentials(), "Mcp-Session-Id": self._session_id}
-                await self._client.delete(self.url, headers=headers, timeout=_DELETE_SECONDS)
-        await self._client.aclose()
+                await self._http.delete(self.url, headers=headers, timeout=_DELETE_SECONDS)
+        if self._client is not None:
+            await self._client.aclose()
         if still_read(self._reader):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._queue.put(None), self.grace_seconds)
