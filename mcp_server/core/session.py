@@ -30,6 +30,9 @@ class Pending(NamedTuple):
     version: str | None = None
 
 
+_new = tuple.__new__
+
+
 class Peer(Protocol):
     """How a server asks its client something on a connection that carries both ways (elicitation)."""
 
@@ -115,7 +118,8 @@ class Session:
         version: str | None = None,
     ) -> None:
         """A request went out in ``direction``: its response is checked against its result type."""
-        self._pending[(direction, request_id)] = Pending(method, tool, version)
+        # (built as a tuple: a NamedTuple's own ``__new__`` is a Python call more per request)
+        self._pending[(direction, request_id)] = _new(Pending, (method, tool, version))
 
     def answered(self, direction: Direction, message: Message | None) -> Pending | None:
         """A reply sent in ``direction`` that the chain read as the answer to a waiting request (its
