@@ -31,6 +31,7 @@ class Pending(NamedTuple):
 
 
 _new = tuple.__new__
+_OPPOSITE = {d: d.opposite for d in Direction}  # (``opposite`` is a property: a Python call per frame)
 
 
 class Peer(Protocol):
@@ -101,7 +102,8 @@ class Session:
         if message.kind is REQUEST:
             assert message.id is not None and message.method is not None
             stated = message.version if self.version is None else None
-            self.expect(direction, message.id, message.method, message.tool, stated)
+            # ``expect``'s one line, without its call (a request per frame takes this path)
+            self._pending[(direction, message.id)] = _new(Pending, (message.method, message.tool, stated))
         elif message.kind is RESPONSE and message.method == "initialize" and message.document is not None:
             result = message.document.get("result")
             version = result.get("protocolVersion") if isinstance(result, Mapping) else None
@@ -129,7 +131,7 @@ class Session:
             return None
         if message.kind is not RESPONSE and message.kind is not ERROR_RESPONSE:
             return None
-        return self._pending.pop((direction.opposite, message.id), None)
+        return self._pending.pop((_OPPOSITE[direction], message.id), None)
 
     def peek(self, direction: Direction, request_id: RequestId) -> Pending | None:
         """The request of ``request_id`` sent in ``direction``, if it still waits (nothing changes)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +21,7 @@ from ..core.settings import DEFAULT_MAX_FRAME_BYTES
 from ..core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
+    NOTIFICATION,
     REQUEST,
     RESPONSE,
     SERVER_TO_CLIENT,
@@ -264,7 +265,8 @@ class SessionCheck:
             return
         ledger.passed(frame, verdict)
         ledger.went_on(direction, verdict)
-        self._file_rules(direction, verdict)
+        if verdict.kind is not NOTIFICATION and (verdict.kind is not RESPONSE or verdict.method == "initialize"):
+            self._file_rules(direction, verdict)  # (a notification or another result: nothing to add)
 
     def _file_rules(self, direction: Direction, message: Message) -> None:
         """What a file adds to the ledger's verdict on a valid frame: the version a stateless request
@@ -400,11 +402,18 @@ def check_capture(
     check_line = checker.line
     lines = 0
     handle = _open(path)
+    # Lines read by the file's own ``readline`` (in C), in this loop (a generator: a resume per line).
+    read, most = handle.readline, max_frame_bytes + 1  # +1: a trailing "\r"
     try:
         with handle:
-            for lines, raw in enumerate(_lines(handle, max_frame_bytes), 1):
-                if isinstance(raw, int):  # a line over the limit, by its size
-                    _too_large(report, lines, raw, max_frame_bytes)
+            while line := read(most + 1):  # (+1: the newline)
+                lines += 1
+                if line[-1] == _NEWLINE:
+                    raw = line[:-1]
+                elif len(line) <= most:
+                    raw = line  # the last line, without a newline
+                else:  # a line over the limit: its bytes counted and dropped as they come
+                    _too_large(report, lines, _drained(read, len(line)), max_frame_bytes)
                     continue
                 if lines == 1 and raw.startswith(_UTF8_BOM):
                     raw = raw[len(_UTF8_BOM) :]
@@ -424,25 +433,14 @@ _CHUNK = 1 << 20
 _NEWLINE = ord("\n")
 
 
-def _lines(handle: IO[bytes], limit: int) -> Iterator[bytes | int]:
-    """Every line of ``handle`` (its newline cut), read by the file's own ``readline`` (in C: a Python
-    step per byte scanned would cost a quarter of ``orjson.loads``); a line over ``limit`` bytes as its
-    size, its bytes counted and dropped as they come: memory stays within the limit."""
-    most = limit + 1  # +1: a trailing "\r"
-    read = handle.readline
-    while line := read(most + 1):  # (+1: the newline)
-        if line[-1] == _NEWLINE:
-            yield line[:-1]
-        elif len(line) <= most:
-            yield line  # the last line, without a newline
-        else:
-            size = len(line)
-            while rest := read(_CHUNK):
-                if rest[-1] == _NEWLINE:
-                    size += len(rest) - 1
-                    break
-                size += len(rest)
-            yield size
+def _drained(read: Callable[[int], bytes], size: int) -> int:
+    """The size of a line ``size`` bytes of which were read, its rest read up to its newline and
+    dropped (memory stays within a chunk)."""
+    while rest := read(_CHUNK):
+        if rest[-1] == _NEWLINE:
+            return size + len(rest) - 1
+        size += len(rest)
+    return size
 
 
 def _too_large(report: CheckReport, line: int, size: int, limit: int) -> None:
