@@ -402,7 +402,7 @@ def check_capture(
     check_line = checker.line
     lines = 0
     handle = _open(path)
-    # Lines read by the file's own ``readline`` (in C), in this loop (a generator: a resume per line).
+    # Lines read by the file's own ``readline`` (in C), in this loop (a generator would add a resume a line).
     read, most = handle.readline, max_frame_bytes + 1  # +1: a trailing "\r"
     try:
         with handle:
