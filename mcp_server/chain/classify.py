@@ -114,6 +114,9 @@ def called_tool(method: str, params: Mapping[str, Any] | None) -> str | None:
     return tool if isinstance(tool, str) else None
 
 
+_ID_TYPES = frozenset({int, str})  # a parsed id's common types: ``is_request_id`` asked only of others
+
+
 def _routed(message: Message, headers: Mapping[str, str]) -> bool:
     """Whether an HTTP request's routing headers agree with its body."""
     try:
@@ -132,6 +135,7 @@ class Classify:
         """A request, a notification or a result whose shape ``_problems`` finds nothing wrong with,
         read as ``classify`` reads it; anything else (an error response included) is the stages'."""
         absent = _ABSENT
+        id_types = _ID_TYPES
 
         def check(
             frame: Frame,
@@ -148,7 +152,11 @@ class Classify:
             read = document.get("method", absent)
             if read is absent:  # a reply: a result, or (rare, and the stages read it exactly) an error
                 kind, rid = RESPONSE, document.get("id")
-                if type(document.get("result")) is not dict or "error" in document or not is_request_id(rid):
+                if (
+                    type(document.get("result")) is not dict
+                    or "error" in document
+                    or (type(rid) not in id_types and not is_request_id(rid))
+                ):
                     return doubt(frame, document)
                 return after(frame, document, kind, rid, None, None, None, None)
             if type(read) is not str or "result" in document or "error" in document:
@@ -161,7 +169,7 @@ class Classify:
             rid = document.get("id", absent)
             if rid is absent:
                 kind, rid = NOTIFICATION, None
-            elif is_request_id(rid):
+            elif type(rid) in id_types or is_request_id(rid):
                 kind = REQUEST
             else:
                 return doubt(frame, document)

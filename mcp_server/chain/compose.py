@@ -43,13 +43,17 @@ parsed), or what ``doubt`` says."""
 class Chain:
     """One direction's checks: ``check(frame)`` returns the frame's ``Message`` or raises ``Rejection``."""
 
-    __slots__ = ("_fast", "check", "direction", "stages")
+    __slots__ = ("check", "check_parsed", "direction", "stages")
 
     def __init__(self, stages: Sequence[Stage], direction: Direction) -> None:
         self.stages: tuple[Stage, ...] = tuple(stages)
         self.direction = direction
-        self._fast = compile_fast_path(self.stages, self.inspect)
-        self.check: Callable[[Frame], Message] = self._fast or self.inspect  # type: ignore[assignment]
+        fast = compile_fast_path(self.stages, self.inspect)
+        self.check: Callable[[Frame], Message] = fast or self.inspect  # type: ignore[assignment]
+        # ``check_parsed(frame, document)``: a frame its reader parsed already (``mcp-server check`` reads
+        # lines). The parse stage would pass the document on as it is: its fast check is left out.
+        parsed = compile_fast_path([stage for stage in self.stages if not isinstance(stage, JsonSyntax)], self.inspect)
+        self.check_parsed: Callable[[Frame, dict[str, Any]], Message] = parsed or self.inspect  # type: ignore[assignment]
 
     @property
     def fast(self) -> FastPath | None:
@@ -66,14 +70,6 @@ class Chain:
             stage.inspect(inspection)
         assert inspection.message is not None
         return inspection.message
-
-    def check_parsed(self, frame: Frame, document: dict[str, Any]) -> Message:
-        """``check`` of a frame its reader has parsed already (``mcp-server check`` reads lines)."""
-        if self._fast is None:
-            return self.inspect(frame, document)
-        message = self._fast(frame, document)
-        assert message is not None
-        return message
 
 
 def build_chain(

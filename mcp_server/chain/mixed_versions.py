@@ -48,7 +48,12 @@ class MixedVersions:
             version: Name,
             tool: Name,
         ) -> Message | None:
-            if params is not None and other_version(frame.session.version, kind, params) is not None:
+            # (a frame here has its params as a dict, and states a version only in its ``_meta``)
+            if (
+                params is not None
+                and "_meta" in params
+                and other_version(frame.session.version, kind, params) is not None
+            ):
                 return doubt(frame, document)
             return after(frame, document, kind, rid, method, params, version, tool)
 

@@ -30,6 +30,10 @@ class Pending(NamedTuple):
     version: str | None = None
 
 
+_new = tuple.__new__
+_OPPOSITE = {d: d.opposite for d in Direction}  # (``opposite`` is a property: a Python call per frame)
+
+
 class Peer(Protocol):
     """How a server asks its client something on a connection that carries both ways (elicitation)."""
 
@@ -98,7 +102,8 @@ class Session:
         if message.kind is REQUEST:
             assert message.id is not None and message.method is not None
             stated = message.version if self.version is None else None
-            self.expect(direction, message.id, message.method, message.tool, stated)
+            # ``expect``'s one line, without its call (a request per frame takes this path)
+            self._pending[(direction, message.id)] = _new(Pending, (message.method, message.tool, stated))
         elif message.kind is RESPONSE and message.method == "initialize" and message.document is not None:
             result = message.document.get("result")
             version = result.get("protocolVersion") if isinstance(result, Mapping) else None
@@ -115,7 +120,8 @@ class Session:
         version: str | None = None,
     ) -> None:
         """A request went out in ``direction``: its response is checked against its result type."""
-        self._pending[(direction, request_id)] = Pending(method, tool, version)
+        # (built as a tuple: a NamedTuple's own ``__new__`` is a Python call more per request)
+        self._pending[(direction, request_id)] = _new(Pending, (method, tool, version))
 
     def answered(self, direction: Direction, message: Message | None) -> Pending | None:
         """A reply sent in ``direction`` that the chain read as the answer to a waiting request (its
@@ -125,7 +131,7 @@ class Session:
             return None
         if message.kind is not RESPONSE and message.kind is not ERROR_RESPONSE:
             return None
-        return self._pending.pop((direction.opposite, message.id), None)
+        return self._pending.pop((_OPPOSITE[direction], message.id), None)
 
     def peek(self, direction: Direction, request_id: RequestId) -> Pending | None:
         """The request of ``request_id`` sent in ``direction``, if it still waits (nothing changes)."""

@@ -132,8 +132,9 @@ class Ledger:
     def passed(self, frame: Frame, message: Message) -> Frame:
         """A valid frame: what it teaches the session (version, tools, cancellations), and its count.
         Returns the frame to deliver (a listing with tools enforce mode hides is a new one)."""
-        frame = self.verdicts.learn(frame, message, self.tools)
-        self.report.frame(frame.direction, message.method, message.kind, self.session)
+        verdicts = self.verdicts
+        frame = verdicts.learn(frame, message, self.tools)
+        verdicts.report.frame(frame.direction, message.method, message.kind, self.session)
         return frame
 
     def went_on(self, direction: Direction, message: Message | None) -> None:

@@ -42,6 +42,7 @@ log = logging.getLogger("mcp_server.gateway")
 POLLUTION = "upstream_stdout_pollution"
 # What the upstream wrote that is not a JSON-RPC message at all is never delivered, in any mode.
 _NOT_JSON_RPC = frozenset({CanonicalError.PARSE_ERROR, CanonicalError.INVALID_ENVELOPE})
+_TEACHING_RESULTS = frozenset({"initialize", "tools/list"})  # the results ``learn`` reads; any other teaches nothing
 
 
 class Action(StrEnum):
@@ -214,7 +215,7 @@ class Verdicts:
             capabilities = message.params.get("capabilities")
             # What the client can do (elicitation, for approvals); the version stays until the reply.
             session.negotiate(session.version, capabilities=capabilities if isinstance(capabilities, Mapping) else {})
-        elif kind is RESPONSE and message.document is not None:
+        elif kind is RESPONSE and message.document is not None and message.method in _TEACHING_RESULTS:
             result = message.document.get("result")
             if message.method == "initialize" and isinstance(result, Mapping):
                 session.follow(frame.direction, message)

@@ -93,6 +93,10 @@ def _head(value: Any, budget: int, depth: int) -> tuple[Any, int]:
     return value, budget - 8
 
 
+_DIRECTION_NAMES: dict[Direction | None, str] = {None: "(unknown)", **{d: d.value for d in Direction}}
+"""A direction's name in the counts, read once (an enum's ``value`` is a property call)."""
+
+
 def party_of(direction: Direction | None) -> str:
     """Who sent a frame going in ``direction``: the party at fault when it breaks a rule (``None``: a
     captured line whose sender is not known)."""
@@ -201,11 +205,12 @@ class ConformanceReport:
         ``None``: a captured line of no known sender, ``(unknown)``)."""
         if method is None:
             method = "(response)" if kind is RESPONSE or kind is ERROR_RESPONSE else "(not json-rpc)"
-        key = ("(unknown)" if direction is None else direction.value, method)
+        key = (_DIRECTION_NAMES[direction], method)
         self.frames[key] += 1
-        counts = self._of(session)
-        if counts is not None:
-            counts.frames[key] += 1
+        if self.sessions and session is not None:  # (``check`` follows one session and opens none)
+            counts = self.sessions.get(id(session))
+            if counts is not None:
+                counts.frames[key] += 1
 
     def violation(
         self,

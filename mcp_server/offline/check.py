@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,6 +21,7 @@ from ..core.settings import DEFAULT_MAX_FRAME_BYTES
 from ..core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
+    NOTIFICATION,
     REQUEST,
     RESPONSE,
     SERVER_TO_CLIENT,
@@ -75,6 +76,8 @@ LOCKED_RULES = (*LOCK_RULES, CanonicalError.TOOL_NOT_LOCKED.slug)
 """What ``--lock`` adds: the listing held against the lockfile, and calls of tools it does not allow."""
 
 _DIRECTIONS = {d.value: d for d in Direction}
+_new = tuple.__new__
+_loads, _SyntaxError = jsonio.loads, jsonio.JSONSyntaxError
 _Senders = dict[str, Direction | None]
 _JSON_RPC_MEMBERS = ("jsonrpc", "method", "id", "result", "error")
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -163,13 +166,12 @@ class SessionCheck:
     def line(self, number: int, raw: bytes) -> None:
         """One line of the capture: a raw frame, or ``{"direction", "frame"}`` (a wrapper or a run-log event)."""
         self.report.line = number
-        try:
-            document = parse(raw)
-        except Rejection as rejection:
-            if rejection.error is CanonicalError.PARSE_ERROR:
-                self._refuse_non_utf8(number, raw)
-            self.report.violation(rejection.error.slug, direction=None, errors=rejection.errors)
-            self.report.frame(None, None, None)
+        try:  # the common line parses to an object; anything else is the parse stage's to name (``parse``)
+            document = _loads(raw)
+        except _SyntaxError:
+            document = None
+        if type(document) is not dict:
+            self._unparsed(number, raw)
             return
         if "jsonrpc" in document and "frame" not in document and "event" not in document:
             self.frame(document, None, raw)  # a raw frame, the common line: nothing else to ask of it
@@ -183,6 +185,18 @@ class SessionCheck:
             self.report.skipped += 1  # a run-log event that carries no frame
         else:
             self.frame(document, None, raw)
+
+    def _unparsed(self, number: int, raw: bytes) -> None:
+        """A line that is no JSON object: refused under the parse stage's rule."""
+        try:
+            parse(raw)
+        except Rejection as rejection:
+            if rejection.error is CanonicalError.PARSE_ERROR:
+                self._refuse_non_utf8(number, raw)
+            self.report.violation(rejection.error.slug, direction=None, errors=rejection.errors)
+            self.report.frame(None, None, None)
+        else:  # pragma: no cover - ``parse`` refuses what ``loads`` does not read as an object
+            raise AssertionError("parse passed a line that is no JSON object")
 
     def _unwrapped(self, wrapper: Mapping[str, Any]) -> None:
         """A ``{"direction", "frame"}`` line: the frame (an object, or its JSON text) in its direction."""
@@ -242,15 +256,17 @@ class SessionCheck:
         reply settles its request), judged when refused, learnt from when valid; a request delivered
         waits for its answer."""
         direction = direction or self._infer(document)
-        frame = Frame(raw, "capture", self.session, None, direction)
-        verdict = self.ledger.check(frame, document)
+        frame = _new(Frame, (raw, "capture", self.session, None, direction, None))  # (``Frame()``: a call more)
+        ledger = self.ledger
+        verdict = ledger.check(frame, document)
         if isinstance(verdict, Rejection):
-            if self.ledger.judge(frame, verdict) in GOES_ON:
-                self.ledger.went_on(direction, verdict.message)
+            if ledger.judge(frame, verdict) in GOES_ON:
+                ledger.went_on(direction, verdict.message)
             return
-        self.ledger.passed(frame, verdict)
-        self.ledger.went_on(direction, verdict)
-        self._file_rules(direction, verdict)
+        ledger.passed(frame, verdict)
+        ledger.went_on(direction, verdict)
+        if verdict.kind is not NOTIFICATION and (verdict.kind is not RESPONSE or verdict.method == "initialize"):
+            self._file_rules(direction, verdict)  # (a notification or another result: nothing to add)
 
     def _file_rules(self, direction: Direction, message: Message) -> None:
         """What a file adds to the ledger's verdict on a valid frame: the version a stateless request
@@ -297,13 +313,16 @@ class SessionCheck:
         session = self.session
         method, request_id = document.get("method"), document.get("id")
         if method is None:  # a response: the opposite of the request it answers
-            if is_request_id(request_id) and session.peek(CLIENT_TO_SERVER, request_id) is not None:
-                return SERVER_TO_CLIENT
-            if is_request_id(request_id) and session.peek(SERVER_TO_CLIENT, request_id) is not None:
-                return CLIENT_TO_SERVER
+            if is_request_id(request_id):
+                if session.peek(CLIENT_TO_SERVER, request_id) is not None:
+                    return SERVER_TO_CLIENT
+                if session.peek(SERVER_TO_CLIENT, request_id) is not None:
+                    return CLIENT_TO_SERVER
             return SERVER_TO_CLIENT
         requests, notifications = self._sides.get(session.version) or self._sides[None]
-        side = (requests if "id" in document else notifications).get(method if isinstance(method, str) else "")
+        side = (requests if request_id is not None or "id" in document else notifications).get(
+            method if type(method) is str else ""
+        )
         if side is not None:
             return side
         params = document.get("params")
@@ -383,15 +402,22 @@ def check_capture(
     check_line = checker.line
     lines = 0
     handle = _open(path)
+    # Lines read by the file's own ``readline`` (in C), in this loop (a generator would add a resume a line).
+    read, most = handle.readline, max_frame_bytes + 1  # +1: a trailing "\r"
     try:
         with handle:
-            for lines, (raw, size) in enumerate(_lines(handle, max_frame_bytes), 1):
-                if size is not None:
-                    _too_large(report, lines, size, max_frame_bytes)
+            while line := read(most + 1):  # (+1: the newline)
+                lines += 1
+                if line[-1] == _NEWLINE:
+                    raw = line[:-1]
+                elif len(line) <= most:
+                    raw = line  # the last line, without a newline
+                else:  # a line over the limit: its bytes counted and dropped as they come
+                    _too_large(report, lines, _drained(read, len(line)), max_frame_bytes)
                     continue
                 if lines == 1 and raw.startswith(_UTF8_BOM):
                     raw = raw[len(_UTF8_BOM) :]
-                if raw.isspace() or not raw:
+                if not raw or raw.isspace():
                     report.skipped += 1
                     continue
                 check_line(lines, raw)
@@ -404,36 +430,17 @@ def check_capture(
 
 
 _CHUNK = 1 << 20
+_NEWLINE = ord("\n")
 
 
-def _lines(handle: IO[bytes], limit: int) -> Iterator[tuple[bytes, int | None]]:
-    """Every line of ``handle`` (its newline cut), as ``(raw, None)``; a line over ``limit`` bytes as
-    ``(b"", size)``, its bytes counted and dropped as they come: memory stays within the limit."""
-    held = bytearray()
-    dropped: int | None = None  # bytes of the over-long line read so far
-    while chunk := handle.read(_CHUNK):
-        start = 0
-        while (end := chunk.find(b"\n", start)) != -1:
-            if dropped is not None:
-                yield b"", dropped + end - start
-                dropped = None
-            elif len(held) + end - start > limit + 1:  # +1: a trailing "\r"
-                yield b"", len(held) + end - start
-            else:
-                yield (bytes(held) + chunk[start:end] if held else chunk[start:end]), None
-            held.clear()
-            start = end + 1
-        if dropped is not None:
-            dropped += len(chunk) - start
-        elif len(held) + len(chunk) - start > limit + 1:
-            dropped = len(held) + len(chunk) - start
-            held.clear()
-        else:
-            held += chunk[start:]
-    if dropped is not None:
-        yield b"", dropped
-    elif held:
-        yield bytes(held), None
+def _drained(read: Callable[[int], bytes], size: int) -> int:
+    """The size of a line ``size`` bytes of which were read, its rest read up to its newline and
+    dropped (memory stays within a chunk)."""
+    while rest := read(_CHUNK):
+        if rest[-1] == _NEWLINE:
+            return size + len(rest) - 1
+        size += len(rest)
+    return size
 
 
 def _too_large(report: CheckReport, line: int, size: int, limit: int) -> None:

@@ -486,3 +486,43 @@ def test_a_tool_named_as_a_method_of_some_version_is_read_as_that_method_on_both
             agree(fast, slow, raw)
             if isinstance(slow, Rejection):
                 assert slow.error is CanonicalError.METHOD_NOT_FOUND and version == "2026-07-28", (version, slow)
+
+
+def _outcome(run: Any, frame: Frame, *document: Any) -> Message | tuple[CanonicalError, Any]:
+    try:
+        return run(frame, *document)  # type: ignore[no-any-return]
+    except Rejection as rejection:
+        return rejection.error, rejection.errors
+
+
+@pytest.mark.parametrize("limit", [1 << 20, sys.maxsize])
+def test_a_frame_its_reader_parsed_gets_the_verdict_its_bytes_get(registry: SchemaRegistry, limit: int) -> None:
+    """Issue 34: ``check_parsed`` (``mcp-server check``'s entry, the parse stage left out, and the size
+    guard too where no frame can be over the limit) decides every frame of the bench corpus as
+    ``check`` decides its bytes: the same message, or the same rejection."""
+    corpus = _bench_corpus()
+    frames, tools = corpus.build(200)
+    schemas = corpus.CorpusTools(registry, tools)
+    chains = {
+        d: build_chain(registry, d, tools=schemas, max_frame_bytes=limit) for d in (CLIENT_TO_SERVER, SERVER_TO_CLIENT)
+    }
+    by_bytes, parsed = Session(), Session()
+    compared = 0
+    for item in frames:
+        try:
+            document = jsonio.loads(item.raw)
+        except jsonio.JSONSyntaxError:
+            continue
+        if not isinstance(document, dict):
+            continue
+        chain = chains[CLIENT_TO_SERVER if item.client else SERVER_TO_CLIENT]
+        outcomes = []
+        for session, run, rest in ((by_bytes, chain.check, ()), (parsed, chain.check_parsed, (document,))):
+            outcome = _outcome(run, Frame(item.raw, "test", session, None, chain.direction), *rest)
+            if isinstance(outcome, Message):
+                session.answered(chain.direction, outcome)
+                session.follow(chain.direction, outcome)
+            outcomes.append(outcome)
+        assert outcomes[0] == outcomes[1], item.raw[:200]
+        compared += 1
+    assert compared > 300 and list(by_bytes.waiting()) == list(parsed.waiting())
