@@ -157,6 +157,14 @@ def sdk_forks() -> Iterator[list[str]]:
 
 
 @pytest.fixture(scope="session")
+def target_forks() -> Iterator[list[str]]:
+    """The conformance target's STDIO command (`upstreams/conformance_target.py`), imported once and
+    forked per session as ``sdk_forks`` is, for the same tests."""
+    with forked_server(UPSTREAMS / "conformance_target.py") as command:
+        yield command
+
+
+@pytest.fixture(scope="session")
 def registry() -> SchemaRegistry:
     return SchemaRegistry()
 
