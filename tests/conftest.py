@@ -151,7 +151,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def sdk_forks() -> Iterator[list[str]]:
     """The SDK upstream's STDIO command (`upstreams/sdk_server.py`) served by a process that imported
     it once (each parallel worker's own), for tests that open many sessions through a gateway and test
-    no upstream process's own life: a session's upstream starts in milliseconds, not 0.5 s of CPU."""
+    no upstream process's own life: a session's upstream starts in milliseconds, not 0.75 s of CPU."""
     with forked_server(UPSTREAMS / "sdk_server.py") as command:
         yield command
 
