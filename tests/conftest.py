@@ -23,7 +23,7 @@ from mcp_server.registry.schemas import SchemaRegistry, violations
 from mcp_server.serve.app import build_server
 from mcp_server.serve.tools import ToolSet
 
-from .processes import exclusive
+from .processes import UPSTREAMS, exclusive, forked_server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -145,6 +145,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line("events that fail schemas/log-event.schema.json:\n" + "\n".join(bad[:20]), red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def sdk_forks() -> Iterator[list[str]]:
+    """The SDK upstream's STDIO command (`upstreams/sdk_server.py`) served by a process that imported
+    it once (each parallel worker's own), for tests that open many sessions through a gateway and test
+    no upstream process's own life: a session's upstream starts in milliseconds, not 0.75 s of CPU."""
+    with forked_server(UPSTREAMS / "sdk_server.py") as command:
+        yield command
+
+
+@pytest.fixture(scope="session")
+def target_forks() -> Iterator[list[str]]:
+    """The conformance target's STDIO command (`upstreams/conformance_target.py`), imported once and
+    forked per session as ``sdk_forks`` is, for the same tests."""
+    with forked_server(UPSTREAMS / "conformance_target.py") as command:
+        yield command
 
 
 @pytest.fixture(scope="session")

@@ -9,13 +9,14 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,6 +67,19 @@ def exclusive(lock: Path) -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)
+
+
+def made_once(folder: Path, make: Callable[[Path], object]) -> Path:
+    """``folder``, made by ``make`` once for the whole run: the first parallel worker to need it makes
+    it while the others wait on its lock, then they use it as it is (a wheel built, a venv installed)."""
+    done = folder.with_name(f"{folder.name}.done")
+    with exclusive(folder.with_name(f"{folder.name}.lock")):
+        if not done.exists():  # not made, or its maker failed half-way: made afresh
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            make(folder)
+            done.touch()
+    return folder
 
 
 @contextmanager

@@ -17,6 +17,7 @@ import pytest
 from mcp_server import __version__
 
 from .conftest import ROOT, initialize_frame
+from .processes import made_once
 
 WAIT = 600.0  # building the wheel and installing its dependencies from the package index
 
@@ -44,16 +45,19 @@ def _no_compiler(env: dict[str, str]) -> dict[str, str]:
     return {**env, "CC": "/bin/false", "CXX": "/bin/false"}
 
 
+def _shared(factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder of the whole run (its parallel workers' too): the built package is made once for all."""
+    base = factory.getbasetemp()
+    return (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / name
+
+
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A clean clone of the repository: only committed files count."""
-    return _clone(tmp_path_factory.mktemp("repository") / "source")
+    return made_once(_shared(tmp_path_factory, "repository"), lambda folder: _clone(folder / "source")) / "source"
 
 
-@pytest.fixture(scope="module")
-def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from the repository, once for the module."""
-    wheels = tmp_path_factory.mktemp("wheels")
+def _build(source: Path, wheels: Path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
         capture_output=True,
@@ -62,21 +66,30 @@ def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=False,
     )
     assert built.returncode == 0, built.stderr.decode()[-2000:]
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel built from the repository, once for the run."""
+    wheels = made_once(_shared(tmp_path_factory, "wheels"), lambda folder: _build(source, folder))
     [wheel] = wheels.glob("*.whl")
     return wheel
 
 
-@pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``pip install`` of the wheel built from this repository into a new venv: its ``bin`` folder."""
-    work = tmp_path_factory.mktemp("install")
-    venv = work / "venv"
+def _install(wheel: Path, venv: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT)
     pip = subprocess.run(
         [str(venv / "bin" / "pip"), "install", "-q", str(wheel)], capture_output=True, timeout=WAIT, check=False
     )
     assert pip.returncode == 0, pip.stderr.decode()[-2000:]
-    return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pip install`` of the wheel built from this repository into a new venv (once for the run, the
+    tests only run what it installed): its ``bin`` folder."""
+    work = made_once(_shared(tmp_path_factory, "install"), lambda folder: _install(wheel, folder / "venv"))
+    return work / "venv" / "bin"
 
 
 @pytest.mark.slow
@@ -281,16 +294,19 @@ def test_the_readme_quick_start_runs_on_the_installed_package(installed: Path, t
     assert replies and all(reply.get("jsonrpc") == "2.0" and "error" not in reply for reply in replies), replies
 
 
-@pytest.fixture(scope="module")
-def installers(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """pipx and uv, from the package index into a throwaway venv (the machine need not have them)."""
-    venv = tmp_path_factory.mktemp("installers") / "venv"
+def _installers(venv: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT)
     pip = subprocess.run(
         [str(venv / "bin" / "pip"), "install", "-q", "pipx", "uv"], capture_output=True, timeout=WAIT, check=False
     )
     assert pip.returncode == 0, pip.stderr.decode()[-2000:]
-    return venv / "bin"
+
+
+@pytest.fixture(scope="module")
+def installers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pipx and uv, from the package index into a throwaway venv (the machine need not have them),
+    once for the run."""
+    return made_once(_shared(tmp_path_factory, "installers"), lambda folder: _installers(folder / "venv")) / "venv/bin"
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""`mcp-server gateway` in front of real upstreams, with real clients (issue 5)."""
+"""`mcp-server gateway` in front of real upstreams, with real clients (issue 5). Where a test is not
+about the upstream's process, the SDK server is imported once and forked per session (`sdk_forks`)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ def _upstream_stdin_full(gateway: int) -> bool:
 
 
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
-def test_valid_traffic_passes_byte_for_byte_and_the_report_is_clean(tmp_path: Path, version: str) -> None:
+def test_valid_traffic_passes_byte_for_byte_and_the_report_is_clean(
+    tmp_path: Path, sdk_forks: list[str], version: str
+) -> None:
     """Issue 5: valid frames are forwarded unchanged; zero violations on a clean session."""
-    peer = Peer(tmp_path)
+    peer = Peer(tmp_path, upstream=sdk_forks)
     assert handshake(peer, version)["result"]["protocolVersion"] == version
     listed = peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     assert {tool["name"] for tool in listed["result"]["tools"]} == {"add", "echo", "fail"}
@@ -66,9 +69,9 @@ def test_valid_traffic_passes_byte_for_byte_and_the_report_is_clean(tmp_path: Pa
     assert report["frames"]["server_to_client"]["tools/call"] == 2
 
 
-def test_invalid_arguments_never_reach_the_upstream_in_enforce_mode(tmp_path: Path) -> None:
+def test_invalid_arguments_never_reach_the_upstream_in_enforce_mode(tmp_path: Path, sdk_forks: list[str]) -> None:
     """Issue 5: on 2025-11-25 a tool result with isError and the violations; -32602 before."""
-    peer = Peer(tmp_path)
+    peer = Peer(tmp_path, upstream=sdk_forks)
     handshake(peer, "2025-11-25")
     peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     bad = peer.call(
@@ -91,9 +94,9 @@ def test_invalid_arguments_never_reach_the_upstream_in_enforce_mode(tmp_path: Pa
     assert "tools/call" not in report["frames"].get("server_to_client", {})  # the upstream never answered one
 
 
-def test_invalid_arguments_before_2025_11_25_are_invalid_params(tmp_path: Path) -> None:
+def test_invalid_arguments_before_2025_11_25_are_invalid_params(tmp_path: Path, sdk_forks: list[str]) -> None:
     """Issue 5 / MCP 2025-06-18: invalid tool arguments are a -32602 protocol error."""
-    peer = Peer(tmp_path)
+    peer = Peer(tmp_path, upstream=sdk_forks)
     handshake(peer, "2025-06-18")
     peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     bad = peer.call(
@@ -104,9 +107,9 @@ def test_invalid_arguments_before_2025_11_25_are_invalid_params(tmp_path: Path) 
     peer.finish()
 
 
-def test_observe_mode_passes_everything_and_only_counts(tmp_path: Path) -> None:
+def test_observe_mode_passes_everything_and_only_counts(tmp_path: Path, sdk_forks: list[str]) -> None:
     """Issue 5: observe: every frame passes unchanged; violations are logged and counted."""
-    peer = Peer(tmp_path, "--mode", "observe")
+    peer = Peer(tmp_path, "--mode", "observe", upstream=sdk_forks)
     handshake(peer, "2025-11-25")
     peer.call({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     reply = peer.call(
@@ -204,9 +207,9 @@ def test_sigterm_stops_the_gateway_and_its_upstream_and_writes_the_report(tmp_pa
     assert "conformance report:" in stderr
 
 
-def test_mcp_server_report_prints_a_written_report_again(tmp_path: Path) -> None:
+def test_mcp_server_report_prints_a_written_report_again(tmp_path: Path, sdk_forks: list[str]) -> None:
     """Issue 5: `mcp-server report FILE` prints it again."""
-    peer = Peer(tmp_path)
+    peer = Peer(tmp_path, upstream=sdk_forks)
     handshake(peer, "2025-11-25")
     peer.finish()
     [path] = sorted((tmp_path / "runs").rglob("*-report.json"))
@@ -316,9 +319,9 @@ def test_the_official_client_cannot_tell_the_gateway_from_the_upstream(
     assert report_of(tmp_path)["violations"] == {}
 
 
-def test_a_2026_request_through_the_gateway_is_checked_against_2026(tmp_path: Path) -> None:
+def test_a_2026_request_through_the_gateway_is_checked_against_2026(tmp_path: Path, sdk_forks: list[str]) -> None:
     """Issue 5: the version in force is taken per request from _meta under 2026-07-28."""
-    peer = Peer(tmp_path)
+    peer = Peer(tmp_path, upstream=sdk_forks)
     missing_capabilities = meta_2026(name="add", arguments={"a": 1, "b": 2})
     del missing_capabilities["_meta"]["io.modelcontextprotocol/clientCapabilities"]
     reply = peer.call({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": missing_capabilities})

@@ -1,7 +1,9 @@
 """`mcp-server gateway --listen http://HOST:PORT/mcp`: the Streamable HTTP front (issue 9).
 
 Real processes and sockets: the gateway under uvicorn, the SDK conformance target (or the broken
-upstream) behind it over STDIO, the official `mcp` SDK client or raw httpx in front.
+upstream) behind it over STDIO, the official `mcp` SDK client or raw httpx in front. Where the test
+is not about the upstream's process (its start, count or end), the target is imported once and forked
+per session (`target_forks`).
 """
 
 from __future__ import annotations
@@ -94,13 +96,13 @@ async def _session(url: str, mode: str) -> list[Any]:
 
 @pytest.mark.parametrize(("mode", "version"), [("legacy", VERSION), ("2026-07-28", "2026-07-28")])
 def test_the_official_client_over_http_sees_the_same_server_through_the_gateway_as_direct(
-    tmp_path: Path, mode: str, version: str
+    tmp_path: Path, target_forks: list[str], mode: str, version: str
 ) -> None:
     """Issue 9: a gateway is invisible on valid traffic: sampling, elicitation, progress, logging included."""
     port = free_port()
     with running([*TARGET, "--http", str(port)], f"http://127.0.0.1:{port}/mcp", server_env(tmp_path)) as direct_url:
         direct = asyncio.run(asyncio.wait_for(_session(direct_url, mode), WAIT))
-    with http_gateway(tmp_path) as gateway:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway:
         through = asyncio.run(asyncio.wait_for(_session(gateway.url, mode), WAIT))
     assert through == direct
     assert through[0] == version
@@ -112,7 +114,9 @@ def test_the_official_client_over_http_sees_the_same_server_through_the_gateway_
     assert report_of(tmp_path)["violations"] == {}
 
 
-def test_progress_and_logging_are_never_dropped_across_concurrent_calls(tmp_path: Path) -> None:
+def test_progress_and_logging_are_never_dropped_across_concurrent_calls(
+    tmp_path: Path, target_forks: list[str]
+) -> None:
     """Issue 9: progress and logging notifications are never dropped (the suite counts them)."""
     calls = 12
 
@@ -137,7 +141,7 @@ def test_progress_and_logging_are_never_dropped_across_concurrent_calls(tmp_path
             )
             return counts, len(logs)
 
-    with http_gateway(tmp_path) as gateway:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway:
         counts, logged = asyncio.run(asyncio.wait_for(session(gateway.url), WAIT))
     assert counts == [3] * calls
     assert logged == 3 * calls
@@ -205,9 +209,9 @@ def test_a_foreign_host_or_origin_is_refused_before_any_upstream_starts(tmp_path
         assert gateway.children() == []
 
 
-def test_http_level_refusals_come_from_the_catalogue(tmp_path: Path) -> None:
+def test_http_level_refusals_come_from_the_catalogue(tmp_path: Path, target_forks: list[str]) -> None:
     """Issue 9: Accept, Content-Type, unknown path, GET without a session, PUT, an unknown protocol version."""
-    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway, httpx.Client(timeout=WAIT) as client:
         url = gateway.url
         bad_accept = client.post(url, json=rpc(1, "ping"), headers={**HEADERS, "Accept": "text/html"})
         assert_refused(bad_accept, CanonicalError.NOT_ACCEPTABLE)
@@ -229,9 +233,9 @@ def test_http_level_refusals_come_from_the_catalogue(tmp_path: Path) -> None:
         assert_refused(unknown, CanonicalError.UNKNOWN_SESSION)
 
 
-def test_a_second_get_stream_for_a_session_is_refused(tmp_path: Path) -> None:
+def test_a_second_get_stream_for_a_session_is_refused(tmp_path: Path, target_forks: list[str]) -> None:
     """Issue 9 / spec transports: one GET stream per session carries what belongs to no request."""
-    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway, httpx.Client(timeout=WAIT) as client:
         session_id = initialize(client, gateway.url)
         headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session_id}
         with client.stream("GET", gateway.url, headers=headers) as stream:
@@ -240,9 +244,9 @@ def test_a_second_get_stream_for_a_session_is_refused(tmp_path: Path) -> None:
             assert_refused(client.get(gateway.url, headers=headers), CanonicalError.STREAM_ALREADY_OPEN)
 
 
-def test_invalid_arguments_never_reach_the_upstream_over_http(tmp_path: Path) -> None:
+def test_invalid_arguments_never_reach_the_upstream_over_http(tmp_path: Path, target_forks: list[str]) -> None:
     """Issue 9: the gateway enforces as it does on STDIO: a bad call is answered by the gateway."""
-    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway, httpx.Client(timeout=WAIT) as client:
         session_id = initialize(client, gateway.url)
         headers = {**HEADERS, "Mcp-Session-Id": session_id}
         assert body_of(client.post(gateway.url, json=rpc(1, "tools/list"), headers=headers))["result"]["tools"]
@@ -329,7 +333,7 @@ def test_a_held_call_from_a_client_that_cannot_be_asked_is_denied_over_http(tmp_
     assert report_of(tmp_path)["frames"]["server_to_client"].get("tools/call") is None
 
 
-def test_stateless_requests_that_share_an_id_each_get_their_own_reply(tmp_path: Path) -> None:
+def test_stateless_requests_that_share_an_id_each_get_their_own_reply(tmp_path: Path, target_forks: list[str]) -> None:
     """Issue 9: under 2026-07-28 one upstream serves every request, and ids never collide."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -347,7 +351,7 @@ def test_stateless_requests_that_share_an_id_each_get_their_own_reply(tmp_path: 
                 await asyncio.gather(call(client, url, "test_tool_with_logging"), call(client, url, "test_simple_text"))
             )
 
-    with http_gateway(tmp_path) as gateway:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway:
         slow, fast = asyncio.run(both(gateway.url))
         assert len(gateway.children()) == 1
     assert slow["id"] == fast["id"] == 7
@@ -389,10 +393,10 @@ def test_a_bad_listen_url_or_session_limit_exits_2(tmp_path: Path, options: list
     assert "mcp:error reason=setup_failed" in result.stderr.decode()
 
 
-def test_a_server_message_outside_any_request_waits_for_the_get_stream(tmp_path: Path) -> None:
+def test_a_server_message_outside_any_request_waits_for_the_get_stream(tmp_path: Path, target_forks: list[str]) -> None:
     """Issue 9 / spec transports: what belongs to no request reaches the client on the GET stream,
     kept until the client opens it."""
-    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway, httpx.Client(timeout=WAIT) as client:
         session_id = initialize(client, gateway.url)
         headers = {**HEADERS, "Mcp-Session-Id": session_id}
         subscribed = client.post(
@@ -423,7 +427,9 @@ def test_sigterm_ends_open_streams_and_every_upstream_and_writes_the_report(tmp_
     assert report_of(tmp_path)["frames"]["client_to_server"]["initialize"] == 2
 
 
-def test_a_2026_input_required_result_is_checked_against_2026_and_its_retry_completes(tmp_path: Path) -> None:
+def test_a_2026_input_required_result_is_checked_against_2026_and_its_retry_completes(
+    tmp_path: Path, target_forks: list[str]
+) -> None:
     """Issue 9 / MCP 2026-07-28 (SEP-2322): a stateless request's reply is checked against the
     version the request stated, where `tools/call` may answer with an InputRequiredResult."""
     meta = {
@@ -432,7 +438,7 @@ def test_a_2026_input_required_result_is_checked_against_2026_and_its_retry_comp
     }
     tool = "test_input_required_result_request_state"
     headers = {**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
-    with http_gateway(tmp_path) as gateway, httpx.Client(timeout=WAIT) as client:
+    with http_gateway(tmp_path, upstream=target_forks) as gateway, httpx.Client(timeout=WAIT) as client:
         params: dict[str, Any] = {"name": tool, "arguments": {}, "_meta": meta}
         first = body_of(client.post(gateway.url, json=rpc(1, "tools/call", params), headers=headers))
         assert first["result"]["resultType"] == "input_required"
@@ -447,9 +453,14 @@ def test_a_2026_input_required_result_is_checked_against_2026_and_its_retry_comp
     assert report_of(tmp_path)["violations"] == {}
 
 
-def test_observe_mode_over_http_passes_an_invalid_call_on_and_counts_it(tmp_path: Path) -> None:
+def test_observe_mode_over_http_passes_an_invalid_call_on_and_counts_it(
+    tmp_path: Path, target_forks: list[str]
+) -> None:
     """Issue 9 / issue 5: observe as on STDIO: the frame passes unchanged, the violation is counted."""
-    with http_gateway(tmp_path, "--mode", "observe") as gateway, httpx.Client(timeout=WAIT) as client:
+    with (
+        http_gateway(tmp_path, "--mode", "observe", upstream=target_forks) as gateway,
+        httpx.Client(timeout=WAIT) as client,
+    ):
         session_id = initialize(client, gateway.url)
         headers = {**HEADERS, "Mcp-Session-Id": session_id}
         client.post(gateway.url, json=rpc(1, "tools/list"), headers=headers)

@@ -23,7 +23,7 @@ from mcp_server.core.errors import CanonicalError
 
 from ..conftest import server_env
 from ..node_tools import CONFORMANCE, CONFORMANCE_NEXT, node_command
-from ..processes import children_of, free_port
+from ..processes import UPSTREAMS, children_of, forked_server, free_port
 from .authorization import authorization_server
 from .clients import oauth_provider, official_client, sdk_session
 from .conformance import SuiteRun, results_file, run_suite
@@ -32,7 +32,6 @@ from .gateways import (
     HEADERS,
     SDK_UPSTREAM,
     STATELESS_HEADERS,
-    TARGET,
     body_of,
     http_gateway,
     report_of,
@@ -63,8 +62,8 @@ async def _sessions(url: str, count: int, opened: asyncio.Event, resume: asyncio
     """``count`` SDK client sessions at the versions in turn; each makes its calls, tells ``opened``
     when all are open, waits for ``resume``, then makes more, all at once."""
     ready: list[int] = []
-    # A few handshakes at a time: each stateful one starts a Python upstream (about a second of CPU),
-    # and two cores start 30 of them slower than a request's timeout.
+    # A few handshakes at a time: each stateful one starts an upstream on its replica, and two loaded
+    # cores start 30 of them slower than a request's timeout.
     opening = asyncio.Semaphore(4)
 
     async def one(index: int) -> list[str]:
@@ -83,11 +82,13 @@ async def _sessions(url: str, count: int, opened: asyncio.Event, resume: asyncio
     return list(await asyncio.gather(*(one(index) for index in range(count))))
 
 
-def test_thirty_sdk_sessions_at_five_versions_through_the_load_balancer_are_all_answered(tmp_path: Path) -> None:
+def test_thirty_sdk_sessions_at_five_versions_through_the_load_balancer_are_all_answered(
+    tmp_path: Path, sdk_forks: list[str]
+) -> None:
     """Issue 21: 30 concurrent sessions of the official client (2024-11-05 … 2026-07-28) through HAProxy
     spread over three replicas, each stateful session on the replica that owns its upstream: every
     call is answered with what only its own session's calls could give."""
-    with balanced(tmp_path) as pool:
+    with balanced(tmp_path, upstream=sdk_forks) as pool:
         spread: list[int] = []
 
         async def run() -> list[list[str]]:
@@ -246,8 +247,11 @@ def test_the_conformance_suite_through_the_load_balancer_passes_what_one_gateway
     release = node_command(CONFORMANCE, "conformance")
     next_line = node_command(CONFORMANCE_NEXT, "conformance")
     # Replicas of a server share the key that seals its requestState (a retry may reach another one).
-    upstream = [*TARGET, "--state-key", "a key the three replicas of the target share"]
-    with balanced(tmp_path, "--idle-timeout", "5", upstream=upstream) as pool:
+    # The target imported once and forked per session, as the conformance runs through one gateway do.
+    shared = forked_server(
+        UPSTREAMS / "conformance_target.py", "--state-key", "a key the three replicas of the target share"
+    )
+    with shared as upstream, balanced(tmp_path, "--idle-timeout", "5", upstream=upstream) as pool:
         stateful = run_suite(release, pool.url, tmp_path / "release")
         stateless = run_suite(next_line, pool.url, tmp_path / "2026", "--requirements", "2026-07-28")
     assert stateful.results == json.loads(results_file(CONFORMANCE).read_text())["runs"]["target/gateway"]
@@ -275,7 +279,9 @@ def test_a_gateway_holding_calls_without_a_shared_key_says_its_grants_are_its_ow
     assert b"MCP_APPROVAL_KEY" in told  # named in that warning only
 
 
-def test_authentication_through_the_load_balancer_is_the_same_on_every_replica(tmp_path: Path) -> None:
+def test_authentication_through_the_load_balancer_is_the_same_on_every_replica(
+    tmp_path: Path, sdk_forks: list[str]
+) -> None:
     """Issue 31: replicas checking JWTs of one issuer for the balancer's public URL (`--auth-resource`)
     refuse a request without a token alike (one challenge, whichever replica answers), publish one
     protected resource metadata, and the official client with its OAuth provider authorizes through
@@ -284,7 +290,7 @@ def test_authentication_through_the_load_balancer_is_the_same_on_every_replica(t
     public = f"http://127.0.0.1:{port}/mcp"
     with authorization_server(tmp_path) as issuer:
         options = ("--auth", f"jwt:{issuer}", "--auth-resource", public)
-        with balanced(tmp_path, *options, port=port) as pool, httpx.Client(timeout=WAIT) as raw:
+        with balanced(tmp_path, *options, upstream=sdk_forks, port=port) as pool, httpx.Client(timeout=WAIT) as raw:
             refusals = [raw.post(pool.url, json=rpc(0, "ping"), headers=HEADERS) for _ in range(REPLICAS)]
             documents = [
                 raw.get(public.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")).json()

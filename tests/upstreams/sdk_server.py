@@ -33,7 +33,7 @@ def fail(reason: str) -> str:
     raise ValueError(reason)
 
 
-if __name__ == "__main__":
+def main() -> None:
     import os
     import sys
 
@@ -49,3 +49,7 @@ if __name__ == "__main__":
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
