@@ -136,8 +136,7 @@ def _run(
 
     try:
         if listen.front == "stdio":
-            on_ready("stdio")()
-            return startup.run_stdio(gateway, loop)
+            return startup.run_stdio(gateway, on_ready("stdio"), loop)
         if listen.front == "http":
             listener, url = listen_tcp(listen.host, listen.port, listen.path)
             idle = seconds(args.idle_timeout, name="--idle-timeout")  # nan turned reaping off

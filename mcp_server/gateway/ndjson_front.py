@@ -133,13 +133,21 @@ class NdjsonClient:
 
 
 async def run_stdio(
-    upstream: Connection, run: GatewayRun, runs_dir: Path, *, stdin_fd: int = 0, stdout_fd: int = 1
+    upstream: Connection,
+    run: GatewayRun,
+    runs_dir: Path,
+    *,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+    on_ready: Callable[[], None] = lambda: None,
 ) -> int:
-    """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died)."""
+    """One client on STDIO, one upstream: returns the exit status (non-zero when the upstream died).
+    ``on_ready`` once a signal stops it as it should (the report written): not before."""
     report = run.report
     writer = await open_writer(stdout_fd)  # the client's side of STDIO: JSON-RPC frames only, one per line
     usr1 = (signal.SIGUSR1, lambda: publish(report, runs_dir))
     with stop_on_signals(usr1, on_stop=final_report(report, runs_dir)) as stop:
+        on_ready()
 
         async def write(data: bytes) -> None:
             """A frame to the client, waiting while it reads slowly, but not past a stop: a client that

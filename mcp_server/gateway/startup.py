@@ -378,11 +378,11 @@ def _upstreams(
     return new_upstream
 
 
-def run_stdio(gateway: Gateway, runner: asyncio.Runner | None = None) -> int:
+def run_stdio(gateway: Gateway, on_ready: Callable[[], None], runner: asyncio.Runner | None = None) -> int:
     """One client on STDIO; ``runner``: the loop the upstream was started on (``prepare``'s ``started``)."""
     from .ndjson_front import run_stdio as serve
 
-    serving = serve(gateway.new_upstream(), gateway.run, gateway.settings.runs_dir)
+    serving = serve(gateway.new_upstream(), gateway.run, gateway.settings.runs_dir, on_ready=on_ready)
     if runner is not None:
         return runner.run(serving)
     return run_on_loop(serving, gateway.settings.event_loop, stdio=True)
