@@ -64,14 +64,47 @@ def _glob_pattern(glob: str) -> str:
         elif char == "?":
             out.append(".")
         elif char == "[" and (end := _class_end(glob, i)) is not None:
-            body, i = glob[i:end], end + 1
-            negate = body.startswith("!")
-            body = body[1:] if negate else body
-            escaped = "".join(c if c.isalnum() or c == "-" else "\\" + c for c in body)
-            out.append(("[^" if negate else "[") + escaped + "]")
+            out.append(_class_pattern(glob[i:end]))
+            i = end + 1
         else:
             out.append(re2.escape(char))
     return "".join(out)
+
+
+_NEVER = "[^\\x00-\\x{10FFFF}]"  # a class no character is in
+
+
+def _class_pattern(body: str) -> str:
+    """A ``[...]`` body as RE2, as ``fnmatch`` reads it: ``-`` between two characters a range, a
+    reversed range left out (RE2 refuses one), nothing left a class that never matches."""
+    chunks = _ranges(body) if "-" in body else [body]
+    kept = "-".join(chunks)
+    if not kept or kept == "!":  # every range reversed: no character, or (negated) any
+        return "(?s:.)" if kept else _NEVER
+    negate = kept.startswith("!")
+    if negate:
+        chunks[0] = chunks[0][1:]
+    escaped = "-".join("".join(c if c.isalnum() else "\\" + c for c in chunk) for chunk in chunks)
+    return ("[^" if negate else "[") + escaped + "]"
+
+
+def _ranges(body: str) -> list[str]:
+    """``body`` cut at each ``-`` that makes a range (not a first one, nor one just after a range),
+    reversed ranges merged away: what ``fnmatch`` joins back with ``-``."""
+    chunks: list[str] = []
+    start, at = 0, 2 if body.startswith("!") else 1
+    while (at := body.find("-", at)) >= 0:
+        chunks.append(body[start:at])
+        start, at = at + 1, at + 3
+    if body[start:]:
+        chunks.append(body[start:])
+    else:
+        chunks[-1] += "-"
+    for k in range(len(chunks) - 1, 0, -1):
+        if chunks[k - 1][-1] > chunks[k][0]:
+            chunks[k - 1] = chunks[k - 1][:-1] + chunks[k][1:]
+            del chunks[k]
+    return chunks
 
 
 def _class_end(glob: str, start: int) -> int | None:
