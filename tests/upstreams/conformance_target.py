@@ -268,14 +268,19 @@ def _answer(responses: Any, key: str) -> Any:
     return answer.model_dump(by_alias=True, exclude_none=True) if hasattr(answer, "model_dump") else answer
 
 
-@server.tool()
-def test_input_required_result_elicitation(ctx: Context) -> Any:
-    """Asks for a name, then greets."""
+def _greeted_after_asking(ctx: Context) -> Any:
+    """An InputRequiredResult asking the user's name, then (its answer in the retry) a greeting."""
     responses = ctx.input_responses
     if not responses or "user_name" not in responses:
         return _needs({"user_name": _ask_name()})
     content = (_answer(responses, "user_name") or {}).get("content") or {}
     return [text(f"Hello, {content.get('name', 'stranger')}!")]
+
+
+@server.tool()
+def test_input_required_result_elicitation(ctx: Context) -> Any:
+    """Asks for a name, then greets."""
+    return _greeted_after_asking(ctx)
 
 
 @server.tool()
@@ -349,11 +354,7 @@ def test_input_required_result_tampered_state(ctx: Context) -> Any:
 def test_streaming_elicitation(ctx: Context) -> Any:
     """Asks the user on its response stream the 2026-07-28 way: an InputRequiredResult, never a
     request of its own (SEP-2575's server-stateless scenario), then greets."""
-    responses = ctx.input_responses
-    if not responses or "user_name" not in responses:
-        return _needs({"user_name": _ask_name()})
-    content = (_answer(responses, "user_name") or {}).get("content") or {}
-    return [text(f"Hello, {content.get('name', 'stranger')}!")]
+    return _greeted_after_asking(ctx)
 
 
 @server.tool()

@@ -129,15 +129,15 @@ class UpstreamSide:
         bytes it goes on as."""
         frame = Frame(raw, self.transport, self.session, size, SERVER_TO_CLIENT)
         verdict = self.ledger.check(frame)
-        valid = not isinstance(verdict, Rejection)
-        if isinstance(verdict, Rejection):
-            if self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
-                return Heard(verdict, False, raw)
-            message = verdict.message
-            learnt = self.verdicts.learn(frame, message, self._tools)
-        else:
+        valid = isinstance(verdict, Message)
+        if isinstance(verdict, Message):
             message = verdict
             learnt = self.ledger.passed(frame, message)
+        elif self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
+            return Heard(verdict, False, raw)
+        else:
+            message = verdict.message
+            learnt = self.verdicts.learn(frame, message, self._tools)
         if learnt is not frame:  # a listing with tools left out (invalid, or not as locked)
             message = message._replace(document=jsonio.loads(learnt.raw))
         self._expect_or_settle(message)
