@@ -58,7 +58,7 @@ from .readiness import Readiness
 from .spans import CallSpans
 from .stateless_hold import can_be_asked
 
-__all__ = ["ClientSide", "GatewayRun", "GatewaySession", "Handled"]
+__all__ = ["ClientSide", "GatewayRun", "GatewaySession", "Handled", "Routed"]
 
 log = logging.getLogger("mcp_server.gateway")
 
@@ -90,6 +90,15 @@ class Handled(NamedTuple):
 
 
 _NOTHING = Handled()
+
+
+class Routed(NamedTuple):
+    """A reply an aggregate hands on unchecked (ADR 37): the server's answer to a client request it
+    relayed at the client's version. This session checks and books it; the server's own session
+    (``section``) is where the report counts it too, and where its violation is the server's."""
+
+    document: dict[str, Any]  # the reply, parsed (the aggregate read its id)
+    section: Session
 
 
 class ClientSide(Protocol):
@@ -349,20 +358,22 @@ class GatewaySession:
         await receive_all(self.upstream, self.from_upstream)
 
     async def from_upstream(
-        self, raw: bytes, size: int | None, carried_by: RequestId | None = None, checked: Message | None = None
+        self, raw: bytes, size: int | None, carried_by: RequestId | None = None, routed: Routed | None = None
     ) -> None:
-        """One upstream frame (``carried_by``: the request whose HTTP response carried it; ``checked``:
-        the reply as an aggregate's server side checked it, at this session's version)."""
+        """One upstream frame (``carried_by``: the request whose HTTP response carried it; ``routed``:
+        an aggregate's server's reply to a relayed request, parsed)."""
         began = 0.0 if self.events is None else perf_counter()
         frame = Frame(raw, "upstream", self.session, size, SERVER_TO_CLIENT)
-        verdict = self.ledger.check(frame) if checked is None else self.ledger.vouched(frame, checked)
+        verdict = self.ledger.check(frame, None if routed is None else routed.document)
         try:
             if carried_by is not None and unmatched(verdict, carried_by, self.session):
                 await self._attributed(frame, verdict, carried_by, began)
             elif isinstance(verdict, Message):
+                if routed is not None:
+                    self.run.report.frame(SERVER_TO_CLIENT, verdict.method, verdict.kind, routed.section)
                 await self._upstream_frame(frame, verdict, began)
             else:
-                await self._upstream_refused(frame, verdict, began)
+                await self._upstream_refused(frame, verdict, began, routed)
         finally:
             self.readiness.release()
             self.heard.set()
@@ -379,8 +390,16 @@ class GatewaySession:
         if self.events is not None:
             self.events.frame(frame, message, None, began, "relay")
 
-    async def _upstream_refused(self, frame: Frame, rejection: Rejection, began: float) -> None:
-        action = self.verdicts.judge(frame, rejection)
+    async def _upstream_refused(
+        self, frame: Frame, rejection: Rejection, began: float, routed: Routed | None = None
+    ) -> None:
+        if routed is None:
+            action = self.verdicts.judge(frame, rejection)
+        else:  # the server's fault, in its section (by this session's modes: its exposed tool names)
+            action = self.verdicts.judge(frame._replace(session=routed.section), rejection)
+            message = rejection.message  # (a routed reply was parsed: it is read as far as its kind)
+            assert message is not None
+            self.run.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
         message, reply = rejection.message, None
         if action is Action.OBSERVED or action is Action.PASSED:
             if message is None or not self._claimed(message):

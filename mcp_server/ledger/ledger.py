@@ -15,9 +15,7 @@ from ..core.errors import Rejection
 from ..core.session import Session
 from ..core.types import (
     CLIENT_TO_SERVER,
-    ERROR_RESPONSE,
     REQUEST,
-    RESPONSE,
     SERVER_TO_CLIENT,
     Direction,
     Frame,
@@ -40,7 +38,7 @@ class Ledger:
     """The books of one session: ``check`` a frame (a reply, valid or refused, settles its request),
     ``judge`` a refusal, learn from what ``passed``, and ``went_on`` for a request on its way."""
 
-    __slots__ = ("_reply_limit", "_vouchable", "chains", "session", "tools", "verdicts")
+    __slots__ = ("chains", "session", "tools", "verdicts")
 
     def __init__(
         self,
@@ -80,8 +78,6 @@ class Ledger:
         )
         outbound = build_chain(registry, SERVER_TO_CLIENT, tools=schemas, max_frame_bytes=limits[1], policy=policies[1])
         self.chains = {CLIENT_TO_SERVER: inbound, SERVER_TO_CLIENT: outbound}
-        # A reply checked elsewhere at this version is valid here too unless a policy looks at replies.
-        self._vouchable, self._reply_limit = tool_schemas and policies[1] is None, limits[1]
 
     @property
     def report(self) -> ConformanceReport:
@@ -103,27 +99,6 @@ class Ledger:
             verdict = contain(failure)
         self.session.answered(frame.direction, verdict if isinstance(verdict, Message) else verdict.message)
         return verdict
-
-    def vouched(self, frame: Frame, checked: Message) -> Message | Rejection:
-        """A reply to the client that another ledger of this run found valid (an aggregate's server
-        side: the same schemas, this session's version, the same tool's schemas under the server's
-        name): settled as its request's answer, read as the chain would read it, without being checked
-        again. Anything the other check does not vouch for here is checked (``check``)."""
-        session = self.session
-        if (
-            not self._vouchable
-            or checked.version is None
-            or checked.version != session.version
-            or (checked.kind is not RESPONSE and checked.kind is not ERROR_RESPONSE)
-            or checked.id is None
-            or frame.size is not None
-            or len(frame.raw) > self._reply_limit
-        ):
-            return self.check(frame)
-        pending = session.settle(frame.direction.opposite, checked.id)
-        if pending is None:  # (its request is not waiting here: the chain says what that is)
-            return self.check(frame)
-        return Message(checked.kind, checked.id, pending.method, None, session.version, pending.tool, checked.document)
 
     def judge(self, frame: Frame, rejection: Rejection) -> Action:
         """What becomes of a refused frame, counted in the report."""

@@ -221,15 +221,13 @@ class _Input(asyncio.Protocol):
     def __init__(self) -> None:
         self._transport: CoalescingTransport | None = None
         self.paused = False
+        self.open = False  # connected, and neither closed nor lost (a plain flag: read per frame)
         self._lost = False
         self._room: asyncio.Future[None] | None = None
 
-    @property
-    def open(self) -> bool:
-        return self._transport is not None and not self._lost and not self._transport.is_closing()
-
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = CoalescingTransport(transport)  # type: ignore[arg-type]
+        self.open = True
 
     def pause_writing(self) -> None:
         self.paused = True
@@ -239,7 +237,7 @@ class _Input(asyncio.Protocol):
         self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = True
+        self._lost, self.open = True, False
         self._wake()
 
     def _wake(self) -> None:
@@ -261,5 +259,6 @@ class _Input(asyncio.Protocol):
             raise ConnectionResetError("the upstream closed its input")
 
     def close(self) -> None:
+        self.open = False
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()

@@ -36,8 +36,8 @@ class Connection(Protocol):
 
 
 Receive = Callable[..., Awaitable[None]]
-"""What takes a peer's frames: ``receive(raw, size, carried_by=None, checked=None)``; ``checked`` is
-the message another side of the same run already checked the frame as (an aggregate's server side)."""
+"""What takes a peer's frames: ``receive(raw, size, carried_by=None, routed=None)``; ``routed``: an
+aggregate's server's reply to a call it routed, parsed, with where the report counts it too."""
 
 
 async def receive_all(connection: Connection, receive: Receive) -> None:

@@ -16,7 +16,7 @@ from mcp_server.core.types import CLIENT_TO_SERVER
 from mcp_server.gateway.aggregate.aggregate import _member_id
 from mcp_server.gateway.aggregate.capabilities import union
 from mcp_server.gateway.aggregate.lists import Merged, Source, page
-from mcp_server.gateway.aggregate.member import Member
+from mcp_server.gateway.aggregate.member import Call, Member
 from mcp_server.gateway.aggregate.names import check_separator, expose, name_problems, prefix_for
 from mcp_server.gateway.aggregate.servers import ServerSpec, read_servers
 from mcp_server.gateway.bridge.upstream_side import UpstreamSide
@@ -225,6 +225,9 @@ def test_a_request_goes_to_its_server_under_the_clients_id_unless_that_id_waits_
     assert replaced != "aggregate-0-1"
     side.session.expect(CLIENT_TO_SERVER, replaced, "tools/call", "add")
     assert _member_id(member, "aggregate-0-1") not in {"aggregate-0-1", replaced}
+    # A routed call (ADR 37) is booked in the aggregate alone: its id is taken there all the same.
+    member.calls[9] = Call(9, "tools/call", "2025-11-25", "add", routed=True)
+    assert _member_id(member, 9) != 9
 
 
 def _no_connection() -> Any:

@@ -1,6 +1,7 @@
 """The gateway session's upstream when it fronts many servers: one ``Connection`` that speaks to the
 client as one server (at the client's version: the gateway session checks that side, as ever) and
-holds a session of its own with each server (at the server's version, checked as itself: ``Member``).
+holds a session of its own with each server (at the server's version, checked as itself: ``Member``;
+a call at the client's version is routed, its reply checked by the client's session: ADR 37).
 
 Client requests are routed by exposed name or URI to the server that owns them, under an id (and
 progress token) of that server's own; the server's replies come back under the client's. What a
@@ -23,6 +24,7 @@ from ...chain.tool_lock import lock_refusal, locked_out
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
 from ...core.replies import error_reply
+from ...core.session import Session
 from ...core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
@@ -37,7 +39,7 @@ from ...ledger.verdicts import Action, answer_in_place
 from ...transport.connection import Receive
 from ...transport.outbox import Outbox
 from ..ending import end_pending
-from ..session import GatewayRun
+from ..session import GatewayRun, Routed
 from .capabilities import union
 from .keeper import fetch_lists, keep
 from .lists import KINDS, LIST_CHANGED, Hidden, Merged, Source, page
@@ -96,6 +98,7 @@ class Aggregate:
         self._subscriptions: dict[str, int] = {}  # URI → its server
         self._tasks: set[asyncio.Task[None]] = set()
         self._receive: Receive | None = None  # the session's, once it takes frames as they come (``push``)
+        self._waiting: dict[int, Routed] = {}  # a routed reply in the queue, by its bytes (alive there)
         self._handlers: Mapping[str, Callable[[Message, Mapping[str, Any]], None]] = {
             "initialize": self._greet,
             "ping": lambda about, params: self._answer(about, {}),
@@ -120,12 +123,12 @@ class Aggregate:
             yield raw, None
 
     async def push(self, receive: Receive) -> None:
-        """What the servers send, handed to ``receive`` by the task that read it (a reply valid at the
-        client's version with the message its server's side checked it as: not checked again); what
-        the aggregate answers itself, from its queue."""
+        """What the servers send, handed to ``receive`` by the task that read it (a reply to a routed
+        call with its route: ``Routed``); what the aggregate answers itself, from its queue (with the
+        route of a routed reply that had to wait there)."""
         self._receive = receive
         while (raw := await self._out.get()) is not None:
-            await receive(raw, None)
+            await receive(raw, None, None, self._waiting.pop(id(raw), None) if self._waiting else None)
 
     async def send(self, raw: bytes, about: Message | None = None) -> None:
         """A client frame: answered here, or routed to the server it is for."""
@@ -135,12 +138,13 @@ class Aggregate:
                 document = jsonio.loads(raw)
             except jsonio.JSONSyntaxError:
                 return  # not JSON: nothing to route
-        if not isinstance(document, Mapping):
+        if type(document) is not dict and not isinstance(document, Mapping):  # (the chain's: a dict)
             return
         if about is None:
             about = _read(document)
         params = document.get("params")
-        params = params if isinstance(params, Mapping) else {}  # (read only: a server's is a new one)
+        if type(params) is not dict and not isinstance(params, Mapping):
+            params = {}  # (read only: a server's is a new one)
         if about.kind is REQUEST:
             self._request(about, params)
         elif about.kind is NOTIFICATION:
@@ -178,27 +182,31 @@ class Aggregate:
         self._put({"jsonrpc": "2.0", "id": about.id, "result": result})
 
     def _relay(self, member: Member, about: Message, params: Mapping[str, Any], tool: str | None = None) -> None:
-        """A client request to ``member``, under an id (and progress token) of its own, checked at
-        its version (and against the lockfile, for a call); its reply is the client's."""
+        """A client request to ``member``, under an id (and progress token) of its own; its reply is
+        the client's. At the client's version it is routed: checked already, counted in the server's
+        section here, its reply checked by the client's session (ADR 37); else checked at the
+        server's version (and against the lockfile, for a call) by the server's side."""
         side = member.side
         if member.state is not State.UP or side is None:
             raise _unavailable(member)
         assert about.id is not None and about.method is not None
         member_id = _member_id(member, about.id)
-        call = Call(about.id, about.method, about.version, tool)
+        routed = (  # (a session takes the frames: an era bridge that reads them checks them as its own)
+            self._receive is not None and about.version is not None and about.version == side.session.version
+        )
+        call = Call(about.id, about.method, about.version, tool, None, None, routed)
         lock = side.verdicts.lock
         if lock is not None and locked_out(lock, REQUEST, about.method, tool):
             locked = lock_refusal(Message(REQUEST, member_id, about.method, params, tool=tool))
             if side.verdicts.judge(side.frame(CLIENT_TO_SERVER), locked) is Action.ENFORCED:
                 raise locked
-        document = {
-            "jsonrpc": "2.0",
-            "id": member_id,
-            "method": about.method,
-            "params": self._token_out(member, params, call),
-        }
-        if about.version is not None and about.version == side.session.version and about.kind is REQUEST:
-            raw, sent = side.relayed(document, about, tool)  # checked at this version already
+        if "_meta" in params:
+            params = self._token_out(member, params, call)
+        document = {"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params}
+        if routed:
+            raw = jsonio.dumps(document)
+            sent = Message(REQUEST, member_id, about.method, params, about.version, tool, document)
+            side.verdicts.report.frame(CLIENT_TO_SERVER, about.method, REQUEST, side.session)
         else:
             raw, sent = side.sending(document)
         member.calls[member_id] = call
@@ -364,7 +372,9 @@ class Aggregate:
             found = self._by_client.get(request_id) if isinstance(request_id, str | int) else None
             if found is not None:
                 member, member_id = found
-                self._forget(member, member_id)
+                call = self._forget(member, member_id)
+                if call is not None and call.routed and member.side is not None:
+                    _booked(member, member_id, call).abandon(CLIENT_TO_SERVER, member_id)  # its reply: late
                 self._tell(member, method, {**params, "requestId": member_id})
         elif method == "notifications/roots/list_changed":
             for member in self._members:
@@ -403,41 +413,62 @@ class Aggregate:
     async def heard(self, member: Member, raw: bytes, size: int | None) -> None:
         side = member.side
         assert side is not None
-        heard = side.hear(raw, size)
-        message, checked, out = heard.verdict, None, None
+        document = self._parsed(raw, size)
+        if document is not None and "method" not in document:
+            call = member.calls.get(document.get("id"))  # type: ignore[arg-type]  # (``_parsed``: a string or a number)
+            if call is not None and call.routed:  # checked by the client's session alone (ADR 37)
+                self._forget(member, document["id"])
+                if document["id"] != call.client_id:
+                    document = {**document, "id": call.client_id}
+                    raw = jsonio.dumps(document)
+                await self._to_client(raw, Routed(document, side.session))
+                return
+        heard = side.hear(raw, size, document)
+        message, out = heard.verdict, None
         if isinstance(message, Rejection):
             out = self._refused(member, message)
         elif message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
             if member.own is None or not member.own.deliver(message.id, message.document or {}):
-                out, checked = self._replied(member, message, heard.raw if heard.valid else None)
+                out = self._replied(member, message)
         elif message.kind is REQUEST:
             out = self._asked(member, message)
         else:
             out = self._notified(member, message)
         if out is not None:
-            await self._to_client(out, checked)
+            await self._to_client(out, None)
 
-    async def _to_client(self, raw: bytes, checked: Message | None) -> None:
+    def _parsed(self, raw: bytes, size: int | None) -> dict[str, Any] | None:
+        """A server's frame as an object, when it is one and within the limit (``None``: its side's
+        check says what it is, from the bytes)."""
+        if size is not None or len(raw) > self._checks.max_server_frame_bytes:
+            return None
+        try:
+            document = jsonio.loads(raw)
+        except jsonio.JSONSyntaxError:
+            return None
+        if type(document) is not dict:
+            return None
+        request_id = document.get("id")
+        return document if request_id is None or type(request_id) in (str, int) else None
+
+    async def _to_client(self, raw: bytes, routed: Routed | None) -> None:
         """A server's frame (or what answers in its place) to the client, behind whatever waits in the
         queue; the server is read no faster than the client reads."""
         receive = self._receive
         if receive is None or not self._out.empty():
+            if routed is not None:
+                self._waiting[id(raw)] = routed
             self._out.put_nowait(raw)
             await self._out.room()
         else:
-            await receive(raw, None, None, checked)
+            await receive(raw, None, None, routed)
 
-    def _replied(self, member: Member, message: Message, valid: bytes | None) -> tuple[bytes | None, Message | None]:
-        """The client's answer, under its id: the bytes as they came (``valid``: as its server's side
-        let them on, valid) and the message they were checked as, when the id is the client's own."""
+    def _replied(self, member: Member, message: Message) -> bytes | None:
+        """The client's answer, under its id."""
         call = self._forget(member, message.id) if message.id is not None else None
         if call is None:  # cancelled, or answered already in its place
-            return None, None
-        if valid is not None and message.id == call.client_id:
-            return valid, message
-        document = {**(message.document or {}), "id": call.client_id}
-        checked = None if valid is None else message._replace(id=call.client_id, document=document)
-        return jsonio.dumps(document), checked
+            return None
+        return jsonio.dumps({**(message.document or {}), "id": call.client_id})
 
     def _asked(self, member: Member, message: Message) -> bytes | None:
         """A server's request to the client (sampling, elicitation, roots): under an id naming the
@@ -515,6 +546,9 @@ class Aggregate:
         requests to the client are cancelled, its tools leave the lists (``list_changed``)."""
         self._settled[member.index].set()
         if member.side is not None:
+            for member_id, waiting in member.calls.items():
+                if waiting.routed:
+                    _booked(member, member_id, waiting)
             end_pending(member.side.session, member.side.verdicts, "upstream_gone")  # the report's account
         for member_id in list(member.calls):
             call = self._forget(member, member_id)
@@ -603,13 +637,23 @@ def _read(document: Mapping[str, Any]) -> Message:
 
 def _member_id(member: Member, client_id: RequestId) -> RequestId:
     """The id a client's request goes to ``member`` under: the client's own (its reply then goes
-    back as it came), unless a request of that id waits there (the aggregate's own): one of its own."""
+    back as it came), unless a request of that id waits there (the aggregate's own, or a routed
+    one of the client's not answered yet): one of its own."""
     assert member.side is not None
     pending = member.side.session.peek
-    member_id = client_id
-    while pending(CLIENT_TO_SERVER, member_id) is not None:
+    member_id, calls = client_id, member.calls
+    while member_id in calls or pending(CLIENT_TO_SERVER, member_id) is not None:
         member_id = f"aggregate-{member.index}-client-{next(member.ids)}"
     return member_id
+
+
+def _booked(member: Member, member_id: RequestId, call: Call) -> Session:
+    """The server's session, with a routed call of its pending there as a booked one would be (what
+    its end or a cancellation settles, and the report accounts for)."""
+    assert member.side is not None
+    session = member.side.session
+    session.expect(CLIENT_TO_SERVER, member_id, call.method, call.tool)
+    return session
 
 
 def _has(member: Member, capability: str) -> bool:

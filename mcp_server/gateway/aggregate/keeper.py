@@ -177,8 +177,8 @@ async def _pump(member: Member, owner: Owner) -> None:
     loop = asyncio.get_running_loop()
     member.heard_at = loop.time()
     try:
-        async for raw, size, *_ in connection.frames():  # (replies are read by the aggregate's own ids)
+        async for received in connection.frames():  # (replies are read by the aggregate's own ids)
             member.heard_at = loop.time()
-            await owner.heard(member, raw, size)
+            await owner.heard(member, received[0], received[1])
     except Exception:  # a fault in one frame's handling ends this server's life only
         log.exception("aggregate: a frame of server %r could not be handled", member.name)

@@ -49,7 +49,9 @@ class Hello:
 @dataclass(slots=True)
 class Call:
     """A client's request a server is answering: the client's id, method and version, the tool a
-    call names (the server's own name), and its progress token (the client's, and the one sent)."""
+    call names (the server's own name), its progress token (the client's, and the one sent), and
+    whether it is ``routed``: at the client's version, booked and its reply checked by the client's
+    session alone (ADR 37), not by the server's side."""
 
     client_id: RequestId
     method: str
@@ -57,6 +59,7 @@ class Call:
     tool: str | None = None
     token: Any = None
     sent_token: str | None = None
+    routed: bool = False
 
 
 @dataclass(slots=True, eq=False)

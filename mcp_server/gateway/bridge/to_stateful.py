@@ -187,6 +187,8 @@ class StatefulUpstreams:
             params = None if about is None else about.params
             self._passthrough = stateless_version(params, self._checks.registry) is None
             self._decided.set()
+            if self._passthrough and self._first is not None:
+                self.send = self._first.send  # type: ignore[method-assign]  # (no layer per frame from now on)
         if self._passthrough:
             assert self._first is not None
             await self._first.send(raw, about)

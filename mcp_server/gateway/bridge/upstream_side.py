@@ -13,9 +13,7 @@ from ...core.errors import CanonicalError, Rejection
 from ...core.session import Session
 from ...core.types import (
     CLIENT_TO_SERVER,
-    ERROR_RESPONSE,
     REQUEST,
-    RESPONSE,
     SERVER_TO_CLIENT,
     Direction,
     Frame,
@@ -46,11 +44,10 @@ def not_bridgeable(feature: str) -> Rejection:
 
 
 class Heard(NamedTuple):
-    """An upstream frame as its side heard it: the message (or the refusal enforced), whether it was
-    valid at the upstream's version, and the bytes it goes on as (a listing may have lost tools)."""
+    """An upstream frame as its side heard it: the message (or the refusal enforced), and the bytes
+    it goes on as (a listing may have lost tools)."""
 
     verdict: Message | Rejection
-    valid: bool
     raw: bytes
 
 
@@ -108,50 +105,28 @@ class UpstreamSide:
             self.session.expect(CLIENT_TO_SERVER, message.id, message.method, message.tool, stated)
         return raw, message
 
-    def relayed(self, document: Mapping[str, Any], read: Message, tool: str | None) -> tuple[bytes, Message]:
-        """A client's request an aggregate relays at the version it was checked at already (this
-        side's too), changed only in its id, name (``tool``, the server's own) and progress token,
-        which it makes valid: counted and expected, not checked again (the same schemas would say the same)."""
-        assert read.method is not None
-        request_id, method = document["id"], read.method
-        message = Message(REQUEST, request_id, method, document.get("params"), read.version, tool, document)
-        self.verdicts.report.frame(CLIENT_TO_SERVER, method, REQUEST, self.session)
-        self.session.expect(CLIENT_TO_SERVER, request_id, method, tool)
-        return jsonio.dumps(document), message
-
     def heard(self, raw: bytes, size: int | None = None) -> Message | Rejection:
         """A frame of the upstream's, checked at its version: its message (a reply settles its
         request; a request of the upstream's is expected back), or the ``Rejection`` enforced."""
         return self.hear(raw, size).verdict
 
-    def hear(self, raw: bytes, size: int | None = None) -> Heard:
-        """``heard``, saying too whether the frame was valid (not a refusal let through) and the
-        bytes it goes on as."""
+    def hear(self, raw: bytes, size: int | None = None, document: dict[str, Any] | None = None) -> Heard:
+        """``heard``, saying too the bytes the frame goes on as (``document``: the frame, parsed already)."""
         frame = Frame(raw, self.transport, self.session, size, SERVER_TO_CLIENT)
-        verdict = self.ledger.check(frame)
-        valid = isinstance(verdict, Message)
+        verdict = self.ledger.check(frame, document)
         if isinstance(verdict, Message):
             message = verdict
             learnt = self.ledger.passed(frame, message)
         elif self.ledger.judge(frame, verdict) not in _LET_THROUGH or verdict.message is None:
-            return Heard(verdict, False, raw)
+            return Heard(verdict, raw)
         else:
             message = verdict.message
             learnt = self.verdicts.learn(frame, message, self._tools)
         if learnt is not frame:  # a listing with tools left out (invalid, or not as locked)
             message = message._replace(document=jsonio.loads(learnt.raw))
-        self._expect_or_settle(message)
-        return Heard(message, valid, learnt.raw)
-
-    def _expect_or_settle(self, message: Message) -> None:
-        """A reply settles its request; a request of the upstream's is expected back."""
-        if message.id is None:
-            return
-        if message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
-            self.session.settle(CLIENT_TO_SERVER, message.id)
-        elif message.kind is REQUEST and message.method is not None:
-            stated = message.version if self.session.version is None else None
-            self.session.expect(SERVER_TO_CLIENT, message.id, message.method, None, stated)
+        if message.kind is REQUEST:  # (a reply the check read as one settled its request already)
+            self.ledger.went_on(SERVER_TO_CLIENT, message)
+        return Heard(message, learnt.raw)
 
     def frame(self, direction: Direction, raw: bytes = b"") -> Frame:
         """A frame of this side, for the report (what the bridge did with one it made or heard)."""

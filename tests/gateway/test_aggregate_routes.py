@@ -1,0 +1,259 @@
+"""A client's call an aggregate routes at the client's version (ADR 37): checked once, by the client's
+session, and still the server's in the report. One in-process gateway session per test, its upstream
+a real ``Aggregate`` in front of a scripted server on an in-memory connection, its client a recorder
+whose reading can be held (what the aggregate then queues, it must still attribute).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import pytest
+
+from mcp_server.core import jsonio
+from mcp_server.core.errors import CanonicalError
+from mcp_server.core.types import Frame, Message, Reply, RequestId
+from mcp_server.gateway.aggregate.aggregate import Aggregate
+from mcp_server.gateway.aggregate.member import Member
+from mcp_server.gateway.aggregate.servers import AggregateOptions, ServerSpec
+from mcp_server.gateway.bridge.upstream_side import UpstreamSide
+from mcp_server.gateway.config import GatewayConfig, Mode
+from mcp_server.gateway.reports import new_report
+from mcp_server.gateway.session import GatewayRun, GatewaySession
+from mcp_server.registry.schemas import SchemaRegistry
+
+VERSION = "2025-11-25"
+TOOLS = [
+    {
+        "name": "add",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]},
+    },
+    {"name": "late", "inputSchema": {"type": "object"}},  # answered only once it is cancelled
+]
+
+
+class Scripted:
+    """An MCP server on an in-memory connection: ``add`` answers its ``bad`` argument with a result its
+    output schema refuses; ``late`` answers once cancelled, then logs a line (which tells the test
+    the late answer went before it)."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self._out: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._late: set[RequestId] = set()
+
+    async def open(self) -> None:
+        return None
+
+    async def frames(self) -> AsyncIterator[tuple[bytes, None]]:
+        while (raw := await self._out.get()) is not None:
+            yield raw, None
+
+    async def send(self, raw: bytes, about: Message | None = None) -> None:
+        frame = jsonio.loads(raw)
+        method, params = frame.get("method"), frame.get("params") or {}
+        if method == "notifications/cancelled" and params.get("requestId") in self._late:
+            self._say({"id": params["requestId"], "result": {"content": [{"type": "text", "text": "late"}]}})
+            self._say({"method": "notifications/message", "params": {"level": "info", "data": "answered late"}})
+        elif "id" in frame and method is not None:
+            self._answer(frame["id"], method, params)
+
+    def _answer(self, request_id: RequestId, method: str, params: dict[str, Any]) -> None:
+        if method == "initialize":
+            capabilities = {"tools": {}, "logging": {}}
+            info = {"name": "scripted", "version": "1"}
+            result: dict[str, Any] = {"protocolVersion": VERSION, "capabilities": capabilities, "serverInfo": info}
+        elif method == "tools/list":
+            result = {"tools": TOOLS}
+        elif method == "tools/call" and params.get("name") == "late":
+            self._late.add(request_id)
+            return
+        elif method == "tools/call":
+            total = "seven" if params.get("arguments", {}).get("bad") else 7
+            result = {"content": [], "structuredContent": {"sum": total}}
+        else:
+            result = {}
+        self._say({"id": request_id, "result": result})
+
+    def _say(self, frame: dict[str, Any]) -> None:
+        self._out.put_nowait(jsonio.dumps({"jsonrpc": "2.0", **frame}))
+
+    async def close(self) -> int:
+        self._out.put_nowait(None)
+        return 0
+
+
+class Recorder:
+    """The gateway session's client: what it is sent, by id (and notifications in order); ``hold``
+    keeps it from reading on (its ``passed`` waits) from the next frame on."""
+
+    ordered = True
+
+    def __init__(self) -> None:
+        self.replies: dict[RequestId, dict[str, Any]] = {}
+        self.notified: list[dict[str, Any]] = []
+        self.changed = asyncio.Event()
+        self.reading = asyncio.Event()
+        self.reading.set()
+
+    def relaying(self, frame: Frame, message: Message) -> None:
+        return None
+
+    async def passed(self, reply: Reply, message: Message | None) -> None:
+        await self.reading.wait()
+        frame = jsonio.loads(reply.to_bytes())
+        if "method" in frame:
+            self.notified.append(frame)
+        else:
+            self.replies[frame["id"]] = frame
+        self.changed.set()
+
+    def cancelled(self, request_id: RequestId) -> bool:
+        return True
+
+    def asker(self, message: Message) -> Any:
+        raise AssertionError("nothing is held for approval here")
+
+    async def until(self, found: Callable[[], Any]) -> Any:
+        while not (value := found()):
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), 10)
+        return value
+
+
+class Rig:
+    """One gateway session, its aggregate of one scripted server (prefix ``calc``), its recorder."""
+
+    def __init__(self, registry: SchemaRegistry, mode: Mode) -> None:
+        config = GatewayConfig(mode=mode)
+        self.run = GatewayRun(registry, config, new_report("test", config, None, None), 1 << 20)
+        spec = ServerSpec(name="calc", prefix="calc")
+
+        def side() -> UpstreamSide:
+            return UpstreamSide(self.run, "scripted", server="calc", config=config, tool_schemas=True)
+
+        self.member = Member(0, spec, Scripted, side)
+        self.client = Recorder()
+        aggregate = Aggregate([self.member], AggregateOptions(), self.run, "aggregate of calc")
+        self.gateway = GatewaySession(self.run, aggregate, lambda _: self.client, transport="test")
+        self.ids = iter(range(1, 1000))
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        raw = jsonio.dumps({"jsonrpc": "2.0", **frame})
+        handled = await self.gateway.from_client(Frame(raw, "test", self.gateway.session))
+        assert handled.reply is None, handled.reply  # everything here goes to the aggregate
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> RequestId:
+        request_id = next(self.ids)
+        await self.send({"id": request_id, "method": method, **({} if params is None else {"params": params})})
+        return request_id
+
+    async def answer(self, request_id: RequestId) -> dict[str, Any]:
+        return dict(await self.client.until(lambda: self.client.replies.get(request_id)))
+
+    def report(self) -> dict[str, Any]:
+        return self.run.report.to_document()
+
+
+def run_rig(registry: SchemaRegistry, mode: Mode, body: Callable[[Rig], Coroutine[Any, Any, None]]) -> Rig:
+    """``body`` against an opened session (initialized, its tools listed), then the session's end."""
+
+    async def main() -> Rig:
+        rig = Rig(registry, mode)
+        await rig.gateway.start()
+        pump = asyncio.ensure_future(rig.gateway.pump_upstream())
+        try:
+            hello = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+            await rig.answer(await rig.request("initialize", hello))
+            await rig.send({"method": "notifications/initialized"})
+            listed = await rig.answer(await rig.request("tools/list"))
+            assert [tool["name"] for tool in listed["result"]["tools"]] == ["calc__add", "calc__late"]
+            await body(rig)
+        finally:
+            pump.cancel()
+            await rig.gateway.close_upstream(None)
+        return rig
+
+    return asyncio.run(main())
+
+
+async def turns_until(found: Callable[[], Any]) -> None:
+    """Turns of the event loop until ``found`` holds (what the session's tasks do in between)."""
+    for _ in range(100_000):
+        if found():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("never came")
+
+
+def sections(rig: Rig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report's section of the client's session and the server's."""
+    client = next(entry for entry in rig.report()["sessions"] if "server" not in entry)
+    [server] = rig.report()["servers"]
+    return client, server
+
+
+@pytest.mark.parametrize("mode", [Mode.OBSERVE, Mode.ENFORCE])
+def test_a_routed_reply_is_checked_once_and_its_violation_is_its_servers(registry: SchemaRegistry, mode: Mode) -> None:
+    """The server's result its output schema refuses: one violation in the whole report, in the
+    server's section (observe: relayed as it came; enforce: the client answered in its place)."""
+
+    async def body(rig: Rig) -> None:
+        good = await rig.answer(await rig.request("tools/call", {"name": "calc__add", "arguments": {}}))
+        bad = await rig.answer(await rig.request("tools/call", {"name": "calc__add", "arguments": {"bad": True}}))
+        assert good["result"]["structuredContent"] == {"sum": 7}
+        if mode is Mode.OBSERVE:
+            assert bad["result"]["structuredContent"] == {"sum": "seven"}
+        else:
+            assert bad["error"]["data"]["reason"] == CanonicalError.UPSTREAM_INVALID_REPLY.reason
+
+    rig = run_rig(registry, mode, body)
+    client, server = sections(rig)
+    assert rig.report()["violations"] == {"invalid_tool_output": 1}
+    assert server["violations"] == {"invalid_tool_output": 1} and client["violations"] == {}
+    # Both calls and both replies counted in each section, as any frame that crosses both.
+    assert client["frames"]["client_to_server"]["tools/call"] == 2
+    assert client["frames"]["server_to_client"]["tools/call"] == 2
+    assert server["frames"] >= 4 + 2  # (and the aggregate's own initialize and list)
+
+
+def test_a_routed_reply_queued_behind_the_aggregates_own_answers_is_still_its_servers(
+    registry: SchemaRegistry,
+) -> None:
+    """The client reads nothing for a while: the aggregate's own answers queue up, the server's
+    refused result goes in behind them, and is still checked as the server's once the client reads."""
+
+    async def body(rig: Rig) -> None:
+        rig.client.reading.clear()
+        first = await rig.request("tools/list")  # answered by the aggregate; the client does not read it
+        await rig.request("tools/list")  # queued behind it
+        call = await rig.request("tools/call", {"name": "calc__add", "arguments": {"bad": True}})
+        await turns_until(lambda: not rig.member.calls)  # the server answered: its reply is queued
+        rig.client.reading.set()
+        assert "result" in await rig.answer(first)
+        assert (await rig.answer(call))["error"]["data"]["reason"] == CanonicalError.UPSTREAM_INVALID_REPLY.reason
+
+    rig = run_rig(registry, Mode.ENFORCE, body)
+    client, server = sections(rig)
+    assert server["violations"] == {"invalid_tool_output": 1} and client["violations"] == {}
+
+
+def test_a_reply_after_its_call_was_cancelled_is_late_and_no_violation(registry: SchemaRegistry) -> None:
+    """A routed call the client cancels: the server's answer that crosses the cancellation reaches
+    nobody and breaks no rule (it is late), in either section."""
+
+    async def body(rig: Rig) -> None:
+        call = await rig.request("tools/call", {"name": "calc__late", "arguments": {}})
+        await turns_until(lambda: rig.member.calls)  # the call reached the server
+        await rig.send({"method": "notifications/cancelled", "params": {"requestId": call, "reason": "test"}})
+        said = await rig.client.until(lambda: rig.client.notified)  # the server's line after its late answer
+        assert said[0]["params"]["data"] == "answered late"
+        assert call not in rig.client.replies
+
+    rig = run_rig(registry, Mode.ENFORCE, body)
+    client, server = sections(rig)
+    assert rig.report()["violations"] == {} and server["violations"] == {} and client["violations"] == {}
