@@ -21,7 +21,16 @@ from mcp.client.stdio import StdioServerParameters
 
 from ..conftest import initialize_frame, meta_2026, server_env
 from ..processes import children_of
-from .gateways import BROKEN_UPSTREAM, SDK_UPSTREAM, WAIT, Peer, gateway_command, handshake, report_of
+from .gateways import (
+    BROKEN_UPSTREAM,
+    SDK_UPSTREAM,
+    WAIT,
+    Peer,
+    gateway_command,
+    handshake,
+    report_of,
+    started_gateway,
+)
 
 
 def _pipe_full(fd: int) -> bool:
@@ -395,18 +404,7 @@ def test_a_unix_socket_front_gives_each_connection_its_own_upstream(tmp_path: Pa
     """Issue 5: `--listen unix:PATH`; a STDIO server serves one client, so each connection gets one."""
     import socket as sockets
 
-    path = tmp_path / "gw" / "gateway.sock"
-    process = subprocess.Popen(
-        [*gateway_command(f"--listen=unix:{path}")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
-    )
-    deadline = time.monotonic() + WAIT
-    while not path.exists():
-        assert process.poll() is None and time.monotonic() < deadline, "the gateway never listened"
-        time.sleep(0.02)
+    path, errors = tmp_path / "gw" / "gateway.sock", tmp_path / "gateway.err"
 
     def connect() -> tuple[sockets.socket, Any]:
         client = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
@@ -418,28 +416,32 @@ def test_a_unix_socket_front_gives_each_connection_its_own_upstream(tmp_path: Pa
         conn[0].sendall(json.dumps(frame).encode() + b"\n")
         return json.loads(conn[1].readline())
 
-    first, second = connect(), connect()
-    for conn in (first, second):  # each connection runs its own handshake with its own upstream
-        assert call(conn, initialize_frame("2025-11-25", 1))["result"]["protocolVersion"] == "2025-11-25"
-        conn[0].sendall(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        assert call(conn, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
-    added = call(
-        first,
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
-    )
-    assert added["result"]["structuredContent"] == {"total": 3}
-    refused = call(
-        second, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": "x"}}}
-    )
-    assert refused["result"]["isError"] is True
-    children = children_of(process.pid, upstreams_only=True)
-    assert len(children) == 2
-    first[0].close()
-    second[0].close()
-    process.send_signal(signal.SIGTERM)
-    _, stderr = process.communicate(timeout=WAIT)
-    assert process.returncode == 0, stderr
-    assert f"mcp:ready mode=gateway listen=unix:{path}" in stderr.decode()
+    # Connected once it says it is ready (the socket's file exists from its bind on, before it listens).
+    with started_gateway(tmp_path, f"--listen=unix:{path}", "--", *SDK_UPSTREAM, stderr=errors) as (process, _):
+        first, second = connect(), connect()
+        for conn in (first, second):  # each connection runs its own handshake with its own upstream
+            assert call(conn, initialize_frame("2025-11-25", 1))["result"]["protocolVersion"] == "2025-11-25"
+            conn[0].sendall(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            assert call(conn, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})["result"]["tools"]
+        arguments = {"a": 1, "b": 2}
+        added = call(
+            first,
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": arguments}},
+        )
+        assert added["result"]["structuredContent"] == {"total": 3}
+        arguments = {"a": "x"}
+        refused = call(
+            second,
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": arguments}},
+        )
+        assert refused["result"]["isError"] is True
+        children = children_of(process.pid, upstreams_only=True)
+        assert len(children) == 2
+        first[0].close()
+        second[0].close()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(WAIT) == 0, errors.read_text()
+    assert f"mcp:ready mode=gateway listen=unix:{path}" in errors.read_text()
     assert not path.exists()
     for child in children:
         assert not os.path.exists(f"/proc/{child}"), "an upstream was left behind"
