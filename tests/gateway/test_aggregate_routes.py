@@ -7,6 +7,7 @@ whose reading can be held (what the aggregate then queues, it must still attribu
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -45,6 +46,7 @@ class Scripted:
     def __init__(self) -> None:
         self._out: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._late: set[RequestId] = set()
+        self.received: list[bytes] = []
 
     async def open(self) -> None:
         return None
@@ -54,6 +56,7 @@ class Scripted:
             yield raw, None
 
     async def send(self, raw: bytes, about: Message | None = None) -> None:
+        self.received.append(raw)
         frame = jsonio.loads(raw)
         method, params = frame.get("method"), frame.get("params") or {}
         if method == "notifications/cancelled" and params.get("requestId") in self._late:
@@ -126,24 +129,28 @@ class Recorder:
 
 
 class Rig:
-    """One gateway session, its aggregate of one scripted server (prefix ``calc``), its recorder."""
+    """One gateway session, its aggregate of one scripted server (its names under ``prefix``), its
+    recorder, and what the client sent (``sent``)."""
 
-    def __init__(self, registry: SchemaRegistry, mode: Mode) -> None:
+    def __init__(self, registry: SchemaRegistry, mode: Mode, prefix: str = "calc") -> None:
         config = GatewayConfig(mode=mode)
         self.run = GatewayRun(registry, config, new_report("test", config, None, None), 1 << 20)
-        spec = ServerSpec(name="calc", prefix="calc")
+        spec = ServerSpec(name="calc", prefix=prefix)
+        self.server = Scripted()
+        self.sent: list[bytes] = []
 
         def side() -> UpstreamSide:
             return UpstreamSide(self.run, "scripted", server="calc", config=config, tool_schemas=True)
 
-        self.member = Member(0, spec, Scripted, side)
+        self.member = Member(0, spec, lambda: self.server, side)
         self.client = Recorder()
         aggregate = Aggregate([self.member], AggregateOptions(), self.run, "aggregate of calc")
         self.gateway = GatewaySession(self.run, aggregate, lambda _: self.client, transport="test")
         self.ids = iter(range(1, 1000))
 
     async def send(self, frame: dict[str, Any]) -> None:
-        raw = jsonio.dumps({"jsonrpc": "2.0", **frame})
+        raw = json.dumps({"jsonrpc": "2.0", **frame}).encode()  # (spaced: bytes the gateway would not make)
+        self.sent.append(raw)
         handled = await self.gateway.from_client(Frame(raw, "test", self.gateway.session))
         assert handled.reply is None, handled.reply  # everything here goes to the aggregate
 
@@ -159,11 +166,13 @@ class Rig:
         return self.run.report.to_document()
 
 
-def run_rig(registry: SchemaRegistry, mode: Mode, body: Callable[[Rig], Coroutine[Any, Any, None]]) -> Rig:
+def run_rig(
+    registry: SchemaRegistry, mode: Mode, body: Callable[[Rig], Coroutine[Any, Any, None]], prefix: str = "calc"
+) -> Rig:
     """``body`` against an opened session (initialized, its tools listed), then the session's end."""
 
     async def main() -> Rig:
-        rig = Rig(registry, mode)
+        rig = Rig(registry, mode, prefix)
         await rig.gateway.start()
         pump = asyncio.ensure_future(rig.gateway.pump_upstream())
         try:
@@ -171,7 +180,8 @@ def run_rig(registry: SchemaRegistry, mode: Mode, body: Callable[[Rig], Coroutin
             await rig.answer(await rig.request("initialize", hello))
             await rig.send({"method": "notifications/initialized"})
             listed = await rig.answer(await rig.request("tools/list"))
-            assert [tool["name"] for tool in listed["result"]["tools"]] == ["calc__add", "calc__late"]
+            names = [f"{prefix}__add", f"{prefix}__late"] if prefix else ["add", "late"]
+            assert [tool["name"] for tool in listed["result"]["tools"]] == names
             await body(rig)
         finally:
             pump.cancel()
@@ -257,3 +267,23 @@ def test_a_reply_after_its_call_was_cancelled_is_late_and_no_violation(registry:
     rig = run_rig(registry, Mode.ENFORCE, body)
     client, server = sections(rig)
     assert rig.report()["violations"] == {} and server["violations"] == {} and client["violations"] == {}
+
+
+@pytest.mark.parametrize("prefix", ["", "calc"])
+def test_a_routed_call_goes_as_the_client_sent_it_unless_its_name_changes(
+    registry: SchemaRegistry, prefix: str
+) -> None:
+    """Under the server's own names, the call's bytes go to the server as the client sent them (not
+    serialised again); under a prefix, renamed to the server's name, the rest as it was."""
+    name = f"{prefix}__add" if prefix else "add"
+
+    async def body(rig: Rig) -> None:
+        answer = await rig.answer(await rig.request("tools/call", {"name": name, "arguments": {"n": 1}}))
+        assert answer["result"]["structuredContent"] == {"sum": 7}
+
+    rig = run_rig(registry, Mode.ENFORCE, body, prefix)
+    sent, received = rig.sent[-1], rig.server.received[-1]
+    if prefix:
+        assert jsonio.loads(received) == {**jsonio.loads(sent), "params": {"name": "add", "arguments": {"n": 1}}}
+    else:
+        assert received == sent

@@ -99,9 +99,9 @@ class Aggregate:
         self._tasks: set[asyncio.Task[None]] = set()
         self._receive: Receive | None = None  # the session's, once it takes frames as they come (``push``)
         self._waiting: dict[int, Routed] = {}  # a routed reply in the queue, by its bytes (alive there)
-        self._handlers: Mapping[str, Callable[[Message, Mapping[str, Any]], None]] = {
+        self._handlers: Mapping[str, Callable[[Message, Mapping[str, Any], bytes], None]] = {
             "initialize": self._greet,
-            "ping": lambda about, params: self._answer(about, {}),
+            "ping": lambda about, params, raw: self._answer(about, {}),
             "logging/setLevel": self._set_level,
             "tools/call": self._call_tool,
             "prompts/get": self._get_prompt,
@@ -146,7 +146,7 @@ class Aggregate:
         if type(params) is not dict and not isinstance(params, Mapping):
             params = {}  # (read only: a server's is a new one)
         if about.kind is REQUEST:
-            self._request(about, params)
+            self._request(about, params, raw)
         elif about.kind is NOTIFICATION:
             self._notification(about, params)
         else:
@@ -166,14 +166,14 @@ class Aggregate:
 
     # -- client → servers --------------------------------------------------------------------------
 
-    def _request(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _request(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         if self._early is not None and about.method not in _BEFORE_INITIALIZED:
             self._initialized()  # a client that did not say ``initialized`` is past it all the same
         handler = self._handlers.get(about.method or "")
         try:
             if handler is None:
                 raise _unknown(CanonicalError.METHOD_NOT_FOUND, "/method", "not_offered_by_the_aggregate")
-            handler(about, params)
+            handler(about, params, raw)
         except Rejection as refusal:
             assert about.id is not None
             self._put_reply(answer_in_place(self.registry, refusal, about.id, about.method, about.version))
@@ -181,15 +181,17 @@ class Aggregate:
     def _answer(self, about: Message, result: Mapping[str, Any]) -> None:
         self._put({"jsonrpc": "2.0", "id": about.id, "result": result})
 
-    def _relay(self, member: Member, about: Message, params: Mapping[str, Any], tool: str | None = None) -> None:
-        """A client request to ``member``, under an id (and progress token) of its own; its reply is
-        the client's. At the client's version it is routed: checked already, counted in the server's
-        section here, its reply checked by the client's session (ADR 37); else checked at the
-        server's version (and against the lockfile, for a call) by the server's side."""
+    def _relay(self, member: Member, about: Message, params: Mapping[str, Any], tool: str | None, raw: bytes) -> None:
+        """A client request (``raw``, read as ``about``) to ``member``, under an id (and progress
+        token) of its own; its reply is the client's. At the client's version it is routed: checked
+        already, counted in the server's section here, its reply checked by the client's session
+        (ADR 37), the client's bytes sent as they came when nothing in them changes (``params`` the
+        client's own, its id free there); else checked at the server's version (and against the
+        lockfile, for a call) by the server's side."""
         side = member.side
         if member.state is not State.UP or side is None:
             raise _unavailable(member)
-        assert about.id is not None and about.method is not None
+        assert about.id is not None and about.method is not None and about.document is not None
         member_id = _member_id(member, about.id)
         routed = (  # (a session takes the frames: an era bridge that reads them checks them as its own)
             self._receive is not None and about.version is not None and about.version == side.session.version
@@ -202,13 +204,18 @@ class Aggregate:
                 raise locked
         if "_meta" in params:
             params = self._token_out(member, params, call)
-        document = {"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params}
-        if routed:
-            raw = jsonio.dumps(document)
-            sent = Message(REQUEST, member_id, about.method, params, about.version, tool, document)
-            side.verdicts.report.frame(CLIENT_TO_SERVER, about.method, REQUEST, side.session)
+        if not routed:
+            raw, sent = side.sending({"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params})
+        elif member_id != about.id or params is not about.document.get("params"):
+            document = {"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params}
+            raw, sent = (
+                jsonio.dumps(document),
+                Message(REQUEST, member_id, about.method, params, about.version, tool, document),
+            )
         else:
-            raw, sent = side.sending(document)
+            sent = about  # (its tool: the name the server knows it by, the same)
+        if routed:
+            side.verdicts.report.frame(CLIENT_TO_SERVER, about.method, REQUEST, side.session)
         member.calls[member_id] = call
         self._by_client[about.id] = (member, member_id)
         if not member.post(raw, sent):
@@ -248,13 +255,13 @@ class Aggregate:
             raise _unknown(CanonicalError.TOOL_NOT_FOUND, "/params/name", "unknown_tool")
         raise _unknown(CanonicalError.INVALID_PARAMS, "/params/name", "unknown_prompt")
 
-    def _call_tool(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _call_tool(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         member, own = self._owner("tools", params.get("name"))
-        self._relay(member, about, {**params, "name": own}, own)
+        self._relay(member, about, params if own == params.get("name") else {**params, "name": own}, own, raw)
 
-    def _get_prompt(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _get_prompt(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         member, own = self._owner("prompts", params.get("name"))
-        self._relay(member, about, {**params, "name": own})
+        self._relay(member, about, params if own == params.get("name") else {**params, "name": own}, None, raw)
 
     def _uri_owner(self, uri: Any) -> Member:
         index = self._merged.owner_of_uri(uri) if isinstance(uri, str) else None
@@ -262,22 +269,22 @@ class Aggregate:
             raise _unknown(CanonicalError.RESOURCE_NOT_FOUND, "/params/uri", "unknown_resource")
         return self._members[index]
 
-    def _by_uri(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _by_uri(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         member = self._uri_owner(params.get("uri"))
         if about.method == "resources/unsubscribe":
             self._subscriptions.pop(str(params.get("uri")), None)
-        self._relay(member, about, params)
+        self._relay(member, about, params, None, raw)
 
-    def _subscribe(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _subscribe(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         member = self._uri_owner(params.get("uri"))
         resources = member.capabilities.get("resources")
         if not isinstance(resources, Mapping) or resources.get("subscribe") is not True:
             error = CanonicalError.METHOD_NOT_FOUND
             raise Rejection(error, [{"path": "/params/uri", "msg": "not_subscribable", "server": member.name}])
-        self._relay(member, about, params)
+        self._relay(member, about, params, None, raw)
         self._subscriptions[str(params.get("uri"))] = member.index
 
-    def _complete(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _complete(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         ref = params.get("ref")
         ref = ref if isinstance(ref, Mapping) else {}
         if ref.get("type") == "ref/prompt":
@@ -288,14 +295,14 @@ class Aggregate:
         if not isinstance(member.capabilities.get("completions"), Mapping):
             self._answer(about, _NO_COMPLETION)  # no suggestions: what a server without completions has
             return
-        self._relay(member, about, params)
+        self._relay(member, about, params, None, raw)
 
-    def _list(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _list(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         key = KINDS[str(about.method)][0]
         items, cursor = page(self._merged.items[key], params.get("cursor"), self._options.page_size)
         self._answer(about, {key: items, **({} if cursor is None else {"nextCursor": cursor})})
 
-    def _set_level(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _set_level(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         """``logging/setLevel`` for every server that logs (and again for each that restarts)."""
         self._level = str(params.get("level"))
         self._spawn(self._each("logging/setLevel", {"level": self._level}, "logging", about))
@@ -312,7 +319,7 @@ class Aggregate:
                 log.warning("aggregate: %s: %s", method, outcome)
         self._answer(about, {})
 
-    def _greet(self, about: Message, params: Mapping[str, Any]) -> None:
+    def _greet(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         self._spawn(self._greeted(about, params))
 
     async def _greeted(self, about: Message, params: Mapping[str, Any]) -> None:
