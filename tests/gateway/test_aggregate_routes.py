@@ -47,6 +47,7 @@ class Scripted:
         self._out: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._late: set[RequestId] = set()
         self.received: list[bytes] = []
+        self.said: list[bytes] = []
 
     async def open(self) -> None:
         return None
@@ -83,7 +84,9 @@ class Scripted:
         self._say({"id": request_id, "result": result})
 
     def _say(self, frame: dict[str, Any]) -> None:
-        self._out.put_nowait(jsonio.dumps({"jsonrpc": "2.0", **frame}))
+        raw = json.dumps({"jsonrpc": "2.0", **frame}).encode()  # (spaced: bytes the gateway would not make)
+        self.said.append(raw)
+        self._out.put_nowait(raw)
 
     async def close(self) -> int:
         self._out.put_nowait(None)
@@ -98,6 +101,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.replies: dict[RequestId, dict[str, Any]] = {}
+        self.raw: dict[RequestId, bytes] = {}  # each reply's bytes
         self.notified: list[dict[str, Any]] = []
         self.changed = asyncio.Event()
         self.reading = asyncio.Event()
@@ -112,7 +116,7 @@ class Recorder:
         if "method" in frame:
             self.notified.append(frame)
         else:
-            self.replies[frame["id"]] = frame
+            self.replies[frame["id"]], self.raw[frame["id"]] = frame, reply.to_bytes()
         self.changed.set()
 
     def cancelled(self, request_id: RequestId) -> bool:
@@ -167,16 +171,21 @@ class Rig:
 
 
 def run_rig(
-    registry: SchemaRegistry, mode: Mode, body: Callable[[Rig], Coroutine[Any, Any, None]], prefix: str = "calc"
+    registry: SchemaRegistry,
+    mode: Mode,
+    body: Callable[[Rig], Coroutine[Any, Any, None]],
+    prefix: str = "calc",
+    version: str = VERSION,
 ) -> Rig:
-    """``body`` against an opened session (initialized, its tools listed), then the session's end."""
+    """``body`` against an opened session (initialized at ``version``, its tools listed), then the
+    session's end (the server answers ``VERSION`` whatever it is asked)."""
 
     async def main() -> Rig:
         rig = Rig(registry, mode, prefix)
         await rig.gateway.start()
         pump = asyncio.ensure_future(rig.gateway.pump_upstream())
         try:
-            hello = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+            hello = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
             await rig.answer(await rig.request("initialize", hello))
             await rig.send({"method": "notifications/initialized"})
             listed = await rig.answer(await rig.request("tools/list"))
@@ -287,3 +296,18 @@ def test_a_routed_call_goes_as_the_client_sent_it_unless_its_name_changes(
         assert jsonio.loads(received) == {**jsonio.loads(sent), "params": {"name": "add", "arguments": {"n": 1}}}
     else:
         assert received == sent
+
+
+@pytest.mark.parametrize("version", [VERSION, "2025-06-18"])
+def test_a_servers_reply_goes_to_the_client_as_the_bytes_it_sent(registry: SchemaRegistry, version: str) -> None:
+    """Routed (the client's version) or checked by the server's side (another), a reply under the
+    client's own id reaches the client as the server sent it, not serialised again."""
+
+    async def body(rig: Rig) -> None:
+        call = await rig.request("tools/call", {"name": "calc__add", "arguments": {}})
+        assert (await rig.answer(call))["result"]["structuredContent"] == {"sum": 7}
+        assert rig.client.raw[call] == rig.server.said[-1]
+        assert rig.member.side is not None and rig.member.side.session.version == VERSION
+
+    rig = run_rig(registry, Mode.ENFORCE, body, version=version)
+    assert rig.report()["violations"] == {}

@@ -436,7 +436,7 @@ class Aggregate:
             out = self._refused(member, message)
         elif message.kind is RESPONSE or message.kind is ERROR_RESPONSE:
             if member.own is None or not member.own.deliver(message.id, message.document or {}):
-                out = self._replied(member, message)
+                out = self._replied(member, message, heard.raw)
         elif message.kind is REQUEST:
             out = self._asked(member, message)
         else:
@@ -470,11 +470,14 @@ class Aggregate:
         else:
             await receive(raw, None, None, routed)
 
-    def _replied(self, member: Member, message: Message) -> bytes | None:
-        """The client's answer, under its id."""
+    def _replied(self, member: Member, message: Message, raw: bytes) -> bytes | None:
+        """The client's answer, under its id: the bytes as its server's side let them on (``raw``)
+        when that id is the client's own."""
         call = self._forget(member, message.id) if message.id is not None else None
         if call is None:  # cancelled, or answered already in its place
             return None
+        if message.id == call.client_id:
+            return raw
         return jsonio.dumps({**(message.document or {}), "id": call.client_id})
 
     def _asked(self, member: Member, message: Message) -> bytes | None:
