@@ -1,7 +1,8 @@
 """A client's call an aggregate routes at the client's version (ADR 37): checked once, by the client's
-session, and still the server's in the report. One in-process gateway session per test, its upstream
-a real ``Aggregate`` in front of a scripted server on an in-memory connection, its client a recorder
-whose reading can be held (what the aggregate then queues, it must still attribute).
+session, and still the server's in the report; its bytes, and its reply's, passed on as they came
+unless something in them changes. One in-process gateway session per test, its upstream a real
+``Aggregate`` in front of a scripted server on an in-memory connection, its client a recorder whose
+reading can be held (what the aggregate then queues, it must still attribute).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ TOOLS = [
 class Scripted:
     """An MCP server on an in-memory connection: ``add`` answers its ``bad`` argument with a result its
     output schema refuses; ``late`` answers once cancelled, then logs a line (which tells the test
-    the late answer went before it)."""
+    the late answer went before it). What it was sent (``received``) and what it said (``said``) are
+    kept as bytes; it says things spaced, as the gateway never would."""
 
     name = "scripted"
 
