@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import mcp.types as types
 import pytest
 from mcp.client.client import Client
@@ -36,7 +37,7 @@ from .aggregate_servers import (
     server,
     write_config,
 )
-from .gateways import TARGET
+from .gateways import HEADERS, TARGET, initialize, rpc
 
 
 def fleet(name: str, *options: str, **table: Any) -> dict[str, Any]:
@@ -145,6 +146,29 @@ def test_the_report_and_its_page_have_a_section_per_server(tmp_path: Path) -> No
     broken_section = html[html.index('data-server="broken"') :]
     assert 'data-rule="invalid_tool_schema"' in broken_section.split("</section>")[0]
     assert "No violation." in html[html.index('data-server="good"') :].split("</section>")[0]
+
+
+def test_an_invalid_result_observed_over_http_is_relayed_as_sent_and_counted_once_against_its_server(
+    tmp_path: Path,
+) -> None:
+    """ADR 37 on the HTTP front, in observe mode: the broken server's result its output schema refuses
+    reaches the client as the server's bytes, and is one violation in the report, in its section."""
+    config = write_config(tmp_path, {"broken": server(BROKEN)})
+    with (
+        http_gateway(tmp_path, "--config", str(config), "--mode", "observe") as gateway,
+        httpx.Client(timeout=WAIT) as client,
+    ):
+        headers = {**HEADERS, "Mcp-Session-Id": initialize(client, gateway.url)}
+        call = rpc(1, "tools/call", {"name": "broken__wrong_structured", "arguments": {}})
+        response = client.post(gateway.url, json=call, headers=headers)
+        client.delete(gateway.url, headers=headers)
+    assert response.status_code == 200
+    # The broken server writes its JSON with spaces (Python's json.dumps); the gateway never would.
+    assert '"structuredContent": {"n": "seven"}' in response.text
+    report = report_of(tmp_path)
+    [broken] = report["servers"]
+    assert report["violations"].get("invalid_tool_output") == 1
+    assert broken["violations"].get("invalid_tool_output") == 1
 
 
 def test_policy_and_approvals_address_tools_by_their_exposed_names(tmp_path: Path) -> None:
