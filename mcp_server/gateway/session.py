@@ -393,14 +393,13 @@ class GatewaySession:
     async def _upstream_refused(
         self, frame: Frame, rejection: Rejection, began: float, routed: Routed | None = None
     ) -> None:
+        message, reply = rejection.message, None
         if routed is None:
             action = self.verdicts.judge(frame, rejection)
         else:  # the server's fault, in its section (by this session's modes: its exposed tool names)
             action = self.verdicts.judge(frame._replace(session=routed.section), rejection)
-            message = rejection.message  # (a routed reply was parsed: it is read as far as its kind)
-            assert message is not None
+            assert message is not None  # (a routed reply was parsed: it is read as far as its kind)
             self.run.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
-        message, reply = rejection.message, None
         if action is Action.OBSERVED or action is Action.PASSED:
             if message is None or not self._claimed(message):
                 self._track(message)

@@ -204,16 +204,15 @@ class Aggregate:
                 raise locked
         if "_meta" in params:
             params = self._token_out(member, params, call)
-        if not routed:
-            raw, sent = side.sending({"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params})
-        elif member_id != about.id or params is not about.document.get("params"):
-            document = {"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params}
-            raw, sent = (
-                jsonio.dumps(document),
-                Message(REQUEST, member_id, about.method, params, about.version, tool, document),
-            )
+        if routed and member_id == about.id and params is about.document.get("params"):
+            sent = about  # the client's bytes as they came (its tool: the name the server knows it by)
         else:
-            sent = about  # (its tool: the name the server knows it by, the same)
+            document = {"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params}
+            if routed:
+                sent = Message(REQUEST, member_id, about.method, params, about.version, tool, document)
+                raw = jsonio.dumps(document)
+            else:
+                raw, sent = side.sending(document)
         if routed:
             side.verdicts.report.frame(CLIENT_TO_SERVER, about.method, REQUEST, side.session)
         member.calls[member_id] = call
