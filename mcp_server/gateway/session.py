@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from time import perf_counter
 from typing import Any, NamedTuple, Protocol
@@ -28,6 +29,7 @@ from ..core.types import (
     NOTIFICATION,
     REQUEST,
     SERVER_TO_CLIENT,
+    Direction,
     Frame,
     Message,
     Reply,
@@ -95,10 +97,12 @@ _NOTHING = Handled()
 class Routed(NamedTuple):
     """A reply an aggregate hands on unchecked (ADR 37): the server's answer to a client request it
     relayed at the client's version. This session checks and books it; the server's own session
-    (``section``) is where the report counts it too, and where its violation is the server's."""
+    (``section``) is where its violation is the server's, and where the report counts it too
+    (``carried``: the section's counts of what it did not check itself, ADR 38)."""
 
     document: dict[str, Any]  # the reply, parsed (the aggregate read its id)
     section: Session
+    carried: Counter[tuple[Direction, str]]
 
 
 class ClientSide(Protocol):
@@ -370,7 +374,7 @@ class GatewaySession:
                 await self._attributed(frame, verdict, carried_by, began)
             elif isinstance(verdict, Message):
                 if routed is not None:
-                    self.run.report.frame(SERVER_TO_CLIENT, verdict.method, verdict.kind, routed.section)
+                    routed.carried[(SERVER_TO_CLIENT, verdict.method or "(response)")] += 1
                 await self._upstream_frame(frame, verdict, began)
             else:
                 await self._upstream_refused(frame, verdict, began, routed)

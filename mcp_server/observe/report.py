@@ -97,6 +97,11 @@ _DIRECTION_NAMES: dict[Direction | None, str] = {None: "(unknown)", **{d: d.valu
 """A direction's name in the counts, read once (an enum's ``value`` is a property call)."""
 
 
+def _named(carried: Counter[tuple[Direction, str]]) -> Counter[tuple[str, str]]:
+    """Carried counts under their directions' names, as the frames are counted."""
+    return Counter({(_DIRECTION_NAMES[direction], method): n for (direction, method), n in carried.items()})
+
+
 def party_of(direction: Direction | None) -> str:
     """Who sent a frame going in ``direction``: the party at fault when it breaks a rule (``None``: a
     captured line whose sender is not known)."""
@@ -126,7 +131,7 @@ class ReportError(Exception):
 class _SessionCounts:
     """One session's share of the report."""
 
-    __slots__ = ("by_party", "frames", "protocol_version", "server", "session", "transport", "unanswered")
+    __slots__ = ("by_party", "carried", "frames", "protocol_version", "server", "session", "transport", "unanswered")
 
     def __init__(self, session: Session, transport: str, server: str | None = None) -> None:
         self.session = session  # named by its id when the report is written (HTTP issues it late)
@@ -134,6 +139,7 @@ class _SessionCounts:
         self.server = server  # an aggregate's member: the server's name
         self.protocol_version: str | None = None
         self.frames: Counter[tuple[str, str]] = Counter()
+        self.carried: Counter[tuple[Direction, str]] = Counter()  # frames checked in another session (``carried``)
         self.by_party: Counter[tuple[str, str]] = Counter()  # (rule, party)
         self.unanswered: Counter[str] = Counter()  # reason
 
@@ -145,11 +151,15 @@ class _SessionCounts:
             **server,
             "transport": self.transport,
             "protocol_version": self.protocol_version,
-            "frames": nested(self.frames),
+            "frames": nested(self.all_frames()),
             "violations": {rule: sum(parties.values()) for rule, parties in by_party.items()},
             "violations_by_party": by_party,
             "unanswered": dict(sorted(self.unanswered.items())),
         }
+
+    def all_frames(self) -> Counter[tuple[str, str]]:
+        """Its frames, those counted in passing and those carried."""
+        return self.frames + _named(self.carried) if self.carried else self.frames
 
 
 class ConformanceReport:
@@ -185,6 +195,13 @@ class ConformanceReport:
         """A session of the gateway begins: it gets an entry of its own (``server``: the member of an
         aggregate it is a session with, for the report's section per server)."""
         self.sessions[id(session)] = _SessionCounts(session, transport, server)
+
+    def carried(self, session: Session) -> Counter[tuple[Direction, str]]:
+        """Where the frames of ``session`` are counted that another session checks for it (an
+        aggregate's call routed at the client's version: ADR 38), by direction and method, one
+        increment each; they join its section and the run's table when the report is written."""
+        counts = self._of(session)
+        return counts.carried if counts is not None else Counter()
 
     def _of(self, session: Session | None) -> _SessionCounts | None:
         return None if session is None else self.sessions.get(id(session))
@@ -324,8 +341,9 @@ class ConformanceReport:
 
     def counts(self) -> dict[str, Any]:
         """The counters and examples, as the report's sections (the gateway's and ``check``'s alike)."""
+        frames = sum((_named(counts.carried) for counts in self.sessions.values()), self.frames)
         return {
-            "frames": nested(self.frames),
+            "frames": nested(frames),
             "violations": dict(sorted(self.violations.items())),
             "violations_by_method": nested(self.by_method),
             "violations_by_tool": nested(self.by_tool),
@@ -375,7 +393,7 @@ def _servers(sessions: Iterable[_SessionCounts]) -> dict[str, Any]:
         entry["sessions"].append(counts.session.id)
         if counts.protocol_version is not None and counts.protocol_version not in entry["protocol_versions"]:
             entry["protocol_versions"].append(counts.protocol_version)
-        entry["frames"] += sum(counts.frames.values())
+        entry["frames"] += sum(counts.frames.values()) + sum(counts.carried.values())
         entry["by_party"].update(counts.by_party)
     listed = []
     for name, entry in servers.items():

@@ -16,7 +16,7 @@ import pytest
 
 from mcp_server.core import jsonio
 from mcp_server.core.errors import CanonicalError
-from mcp_server.core.types import Frame, Message, Reply, RequestId
+from mcp_server.core.types import CLIENT_TO_SERVER, Frame, Message, Reply, RequestId
 from mcp_server.gateway.aggregate.aggregate import Aggregate
 from mcp_server.gateway.aggregate.member import Member
 from mcp_server.gateway.aggregate.servers import AggregateOptions, ServerSpec
@@ -118,7 +118,7 @@ class Recorder:
         if "method" in frame:
             self.notified.append(frame)
         else:
-            self.replies[frame["id"]], self.raw[frame["id"]] = frame, reply.to_bytes()
+            self.replies[frame.get("id")], self.raw[frame.get("id")] = frame, reply.to_bytes()  # (none: null)
         self.changed.set()
 
     def cancelled(self, request_id: RequestId) -> bool:
@@ -313,3 +313,72 @@ def test_a_servers_reply_goes_to_the_client_as_the_bytes_it_sent(registry: Schem
 
     rig = run_rig(registry, Mode.ENFORCE, body, version=version)
     assert rig.report()["violations"] == {}
+
+
+def test_a_routed_call_and_its_reply_are_counted_in_the_servers_session_and_the_runs_table(
+    registry: SchemaRegistry,
+) -> None:
+    """What the client's session checks for the server (ADR 38) is still the server's session's:
+    each routed call and reply once in its section, and the run's table counts them in both."""
+
+    async def body(rig: Rig) -> None:
+        for arguments in ({}, {"n": 1}, {"n": 2}):
+            await rig.answer(await rig.request("tools/call", {"name": "calc__add", "arguments": arguments}))
+
+    rig = run_rig(registry, Mode.ENFORCE, body)
+    report = rig.report()
+    server = next(entry for entry in report["sessions"] if entry.get("server") == "calc")
+    assert server["frames"]["client_to_server"]["tools/call"] == 3
+    assert server["frames"]["server_to_client"]["tools/call"] == 3
+    assert server["frames"]["client_to_server"]["tools/list"] == 1  # (the aggregate's own, as before)
+    assert report["frames"]["client_to_server"]["tools/call"] == 3 + 3
+    assert report["frames"]["server_to_client"]["tools/call"] == 3 + 3
+    [entry] = report["servers"]
+    assert entry["frames"] == sum(sum(table.values()) for table in server["frames"].values())
+
+
+def test_a_call_sent_under_an_id_of_the_aggregates_own_is_cancelled_under_it(registry: SchemaRegistry) -> None:
+    """The client's id is taken at the server (a request of the aggregate's own waits under it): its
+    call goes under another id, and the client's cancellation follows it there; the answer that
+    crosses it is late."""
+
+    async def body(rig: Rig) -> None:
+        assert rig.member.side is not None
+        rig.member.side.session.expect(CLIENT_TO_SERVER, "taken", "ping", None)  # the aggregate's own, waiting
+        await rig.send({"id": "taken", "method": "tools/call", "params": {"name": "calc__late", "arguments": {}}})
+        await turns_until(lambda: received(rig, "tools/call"))  # the call reached the server
+        [sent_as] = rig.member.calls
+        assert sent_as != "taken" and [frame["id"] for frame in received(rig, "tools/call")] == [sent_as]
+        await rig.send({"method": "notifications/cancelled", "params": {"requestId": "taken", "reason": "test"}})
+        said = await rig.client.until(lambda: rig.client.notified)
+        assert said[0]["params"]["data"] == "answered late"
+        [cancelled] = received(rig, "notifications/cancelled")
+        assert cancelled["params"]["requestId"] == sent_as
+        assert "taken" not in rig.client.replies and not rig.member.calls
+
+    rig = run_rig(registry, Mode.ENFORCE, body)
+    assert rig.report()["violations"] == {}
+
+
+def received(rig: Rig, method: str) -> list[dict[str, Any]]:
+    """What the server was sent of ``method``, read."""
+    return [frame for frame in map(jsonio.loads, rig.server.received) if frame.get("method") == method]
+
+
+def test_a_request_observe_mode_lets_through_with_no_usable_id_is_answered_with_no_id(
+    registry: SchemaRegistry,
+) -> None:
+    """In observe mode a request whose id is no string or number still goes on: no server can be
+    asked it (no reply could come back by that id), so the aggregate answers as a server would, an
+    invalid request with no id (its version's schema allows none), and the client waits for nothing."""
+
+    async def body(rig: Rig) -> None:
+        await rig.send({"id": True, "method": "tools/call", "params": {"name": "calc__add", "arguments": {}}})
+        answer = await rig.answer(None)
+        assert "id" not in answer and answer["error"]["code"] == -32600
+        assert answer["error"]["data"]["errors"] == [{"path": "/id", "msg": "must be a string or an integer"}]
+        assert received(rig, "tools/call") == []
+
+    rig = run_rig(registry, Mode.OBSERVE, body)
+    client, _ = sections(rig)
+    assert rig.report()["violations"] == {"invalid_envelope": 1} == client["violations"]  # the client's, once

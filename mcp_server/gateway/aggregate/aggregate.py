@@ -16,10 +16,11 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from ... import __version__
+from ...chain.error_boundary import render_rejection
 from ...chain.tool_lock import lock_refusal, locked_out
 from ...core import jsonio
 from ...core.errors import CanonicalError, Rejection
@@ -33,7 +34,9 @@ from ...core.types import (
     RESPONSE,
     SERVER_TO_CLIENT,
     Message,
+    Reply,
     RequestId,
+    is_request_id,
 )
 from ...ledger.verdicts import Action, answer_in_place
 from ...transport.connection import Receive
@@ -81,14 +84,15 @@ class Aggregate:
         self._reports = reports
         self._members = list(members)
         self._options, self._checks, self.registry = options, run, run.registry
+        self._frame_limit = run.max_server_frame_bytes
         self._out = Outbox()
         self._hello: Hello | None = None  # the client's initialize, once it came
         self._greeting = asyncio.Event()
         self._settled = [asyncio.Event() for _ in self._members]
         self._merged = Merged([], options.separator, options.max_name_length)
+        self._routes: dict[str, dict[str, tuple[Member, str]]] = {"tools": {}, "prompts": {}}  # exposed → owner, own
         self._ever: dict[tuple[str, str], int] = {}  # (list, exposed name) → the server it ever came from
         self._reported: set[Hidden] = set()
-        self._by_client: dict[RequestId, tuple[Member, RequestId]] = {}
         self._tokens: dict[tuple[int, str], Any] = {}  # (server, token sent) → the client's progress token
         self._asks: dict[str, tuple[Member, RequestId]] = {}  # id the client sees → (server, its own id)
         self._numbers = itertools.count(1)
@@ -133,24 +137,43 @@ class Aggregate:
     async def send(self, raw: bytes, about: Message | None = None) -> None:
         """A client frame: answered here, or routed to the server it is for."""
         document = about.document if about is not None else None
-        if document is None:  # a frame observe mode passed on, or the era bridge's answer for its client
-            try:
-                document = jsonio.loads(raw)
-            except jsonio.JSONSyntaxError:
-                return  # not JSON: nothing to route
-        if type(document) is not dict and not isinstance(document, Mapping):  # (the chain's: a dict)
+        if about is None or type(document) is not dict:  # observe mode's frame, or the era bridge's answer
+            read = _read(raw, document)
+            if read is None:
+                log.info("aggregate: a client frame that is no JSON object goes to no server")
+                return
+            about, document = read
+            if about.kind is REQUEST and about.id is None:  # no id a reply could be routed back by
+                self._put_reply(self._unroutable(about))
+                return
+        params = document.get("params")  # (read only: a server's is a new one)
+        if type(params) is not dict:
+            params = params if isinstance(params, Mapping) else {}
+        if about.kind is not REQUEST:
+            if about.kind is NOTIFICATION:
+                self._notification(about, params)
+            else:
+                self._client_answer(about, document)
             return
-        if about is None:
-            about = _read(document)
-        params = document.get("params")
-        if type(params) is not dict and not isinstance(params, Mapping):
-            params = {}  # (read only: a server's is a new one)
-        if about.kind is REQUEST:
-            self._request(about, params, raw)
-        elif about.kind is NOTIFICATION:
-            self._notification(about, params)
-        else:
-            self._client_answer(about, document)
+        if self._early is not None and about.method not in _BEFORE_INITIALIZED:
+            self._initialized()  # a client that did not say ``initialized`` is past it all the same
+        handler = self._handlers.get(about.method)  # type: ignore[arg-type]  # (a request names one)
+        try:
+            if handler is None:
+                raise _unknown(CanonicalError.METHOD_NOT_FOUND, "/method", "not_offered_by_the_aggregate")
+            handler(about, params, raw)
+        except Rejection as refusal:
+            assert about.id is not None
+            self._put_reply(answer_in_place(self.registry, refusal, about.id, about.method, about.version))
+
+    def _unroutable(self, about: Message) -> Reply:
+        """A request of no usable id (observe mode lets it on): refused as a server would, with no id
+        (or a null one) as the client's version writes it."""
+        refusal = _unknown(CanonicalError.INVALID_ENVELOPE, "/id", "must be a string or an integer")
+        refusal.message = about
+        reply = render_rejection(refusal, self.registry, None, None if self._hello is None else self._hello.version)
+        assert reply is not None  # (a request is always answered)
+        return reply
 
     async def close(self) -> int | None:
         for task in list(self._tasks):
@@ -166,18 +189,6 @@ class Aggregate:
 
     # -- client → servers --------------------------------------------------------------------------
 
-    def _request(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
-        if self._early is not None and about.method not in _BEFORE_INITIALIZED:
-            self._initialized()  # a client that did not say ``initialized`` is past it all the same
-        handler = self._handlers.get(about.method or "")
-        try:
-            if handler is None:
-                raise _unknown(CanonicalError.METHOD_NOT_FOUND, "/method", "not_offered_by_the_aggregate")
-            handler(about, params, raw)
-        except Rejection as refusal:
-            assert about.id is not None
-            self._put_reply(answer_in_place(self.registry, refusal, about.id, about.method, about.version))
-
     def _answer(self, about: Message, result: Mapping[str, Any]) -> None:
         self._put({"jsonrpc": "2.0", "id": about.id, "result": result})
 
@@ -188,15 +199,17 @@ class Aggregate:
         (ADR 37), the client's bytes sent as they came when nothing in them changes (``params`` the
         client's own, its id free there); else checked at the server's version (and against the
         lockfile, for a call) by the server's side."""
-        side = member.side
+        side, client_id = member.side, about.id
         if member.state is not State.UP or side is None:
             raise _unavailable(member)
-        assert about.id is not None and about.method is not None and about.document is not None
-        member_id = _member_id(member, about.id)
+        assert client_id is not None and about.method is not None and about.document is not None
+        # (a number is never an id of the aggregate's own: only a call of the client's can hold it there)
+        free = type(client_id) is int and client_id not in member.calls
+        member_id = client_id if free else _member_id(member, client_id)
         routed = (  # (a session takes the frames: an era bridge that reads them checks them as its own)
             self._receive is not None and about.version is not None and about.version == side.session.version
         )
-        call = Call(about.id, about.method, about.version, tool, None, None, routed)
+        call = Call(client_id, about.method, about.version, tool, None, None, routed)
         lock = side.verdicts.lock
         if lock is not None and locked_out(lock, REQUEST, about.method, tool):
             locked = lock_refusal(Message(REQUEST, member_id, about.method, params, tool=tool))
@@ -204,7 +217,7 @@ class Aggregate:
                 raise locked
         if "_meta" in params:
             params = self._token_out(member, params, call)
-        if routed and member_id == about.id and params is about.document.get("params"):
+        if routed and member_id == client_id and params is about.document.get("params"):
             sent = about  # the client's bytes as they came (its tool: the name the server knows it by)
         else:
             document = {"jsonrpc": "2.0", "id": member_id, "method": about.method, "params": params}
@@ -214,9 +227,8 @@ class Aggregate:
             else:
                 raw, sent = side.sending(document)
         if routed:
-            side.verdicts.report.frame(CLIENT_TO_SERVER, about.method, REQUEST, side.session)
+            side.carried[(CLIENT_TO_SERVER, about.method)] += 1
         member.calls[member_id] = call
-        self._by_client[about.id] = (member, member_id)
         if not member.post(raw, sent):
             self._forget(member, member_id)
             raise _unavailable(member)
@@ -233,17 +245,30 @@ class Aggregate:
 
     def _forget(self, member: Member, member_id: RequestId) -> Call | None:
         call = member.calls.pop(member_id, None)
-        if call is not None:
-            self._by_client.pop(call.client_id, None)
-            if call.sent_token is not None:
-                self._tokens.pop((member.index, call.sent_token), None)
+        if call is not None and call.sent_token is not None:
+            self._tokens.pop((member.index, call.sent_token), None)
         return call
+
+    def _sent_to(self, client_id: RequestId) -> tuple[Member, RequestId] | None:
+        """Where a client's request waits: its server, and the id it went there under (the
+        client's own, unless that was taken there)."""
+        for member in self._members:
+            call = member.calls.get(client_id)
+            if call is not None and call.client_id == client_id:
+                return member, client_id
+        for member in self._members:
+            for member_id, call in member.calls.items():
+                if call.client_id == client_id:
+                    return member, member_id
+        return None
 
     def _owner(self, key: str, name: Any) -> tuple[Member, str]:
         """The server of an exposed tool or prompt name, and its own name for it."""
-        found = self._merged.named[key].get(name) if isinstance(name, str) else None
-        if found is not None:
-            return self._members[found[0]], found[1]
+        found = self._routes[key].get(name) if type(name) is str else None
+        return found if found is not None else self._unowned(key, name)
+
+    def _unowned(self, key: str, name: Any) -> tuple[Member, str]:
+        """A name no server up exposes: refused (the server it was, or would be, is down or starting)."""
         was = self._ever.get((key, name)) if isinstance(name, str) else None
         if was is None and isinstance(name, str):  # a name of a server not up yet, by its prefix
             starts = ((m.index, expose(m.spec.prefix, self._options.separator, "")) for m in self._members)
@@ -255,8 +280,9 @@ class Aggregate:
         raise _unknown(CanonicalError.INVALID_PARAMS, "/params/name", "unknown_prompt")
 
     def _call_tool(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
-        member, own = self._owner("tools", params.get("name"))
-        self._relay(member, about, params if own == params.get("name") else {**params, "name": own}, own, raw)
+        name = params.get("name")
+        member, own = self._owner("tools", name)
+        self._relay(member, about, params if own == name else {**params, "name": own}, own, raw)
 
     def _get_prompt(self, about: Message, params: Mapping[str, Any], raw: bytes) -> None:
         member, own = self._owner("prompts", params.get("name"))
@@ -375,7 +401,7 @@ class Aggregate:
             self._initialized()
         elif method == "notifications/cancelled":
             request_id = params.get("requestId")
-            found = self._by_client.get(request_id) if isinstance(request_id, str | int) else None
+            found = self._sent_to(request_id) if isinstance(request_id, str | int) else None
             if found is not None:
                 member, member_id = found
                 call = self._forget(member, member_id)
@@ -421,13 +447,14 @@ class Aggregate:
         assert side is not None
         document = self._parsed(raw, size)
         if document is not None and "method" not in document:
-            call = member.calls.get(document.get("id"))  # type: ignore[arg-type]  # (``_parsed``: a string or a number)
+            request_id = document.get("id")
+            call = member.calls.get(request_id)  # type: ignore[arg-type]  # (``_parsed``: a string or a number)
             if call is not None and call.routed:  # checked by the client's session alone (ADR 37)
-                self._forget(member, document["id"])
-                if document["id"] != call.client_id:
+                self._forget(member, request_id)  # type: ignore[arg-type]
+                if request_id != call.client_id:
                     document = {**document, "id": call.client_id}
                     raw = jsonio.dumps(document)
-                await self._to_client(raw, Routed(document, side.session))
+                await self._to_client(raw, Routed(document, side.session, side.carried))
                 return
         heard = side.hear(raw, size, document)
         message, out = heard.verdict, None
@@ -446,7 +473,7 @@ class Aggregate:
     def _parsed(self, raw: bytes, size: int | None) -> dict[str, Any] | None:
         """A server's frame as an object, when it is one and within the limit (``None``: its side's
         check says what it is, from the bytes)."""
-        if size is not None or len(raw) > self._checks.max_server_frame_bytes:
+        if size is not None or len(raw) > self._frame_limit:
             return None
         try:
             document = jsonio.loads(raw)
@@ -457,17 +484,17 @@ class Aggregate:
         request_id = document.get("id")
         return document if request_id is None or type(request_id) in (str, int) else None
 
-    async def _to_client(self, raw: bytes, routed: Routed | None) -> None:
+    def _to_client(self, raw: bytes, routed: Routed | None) -> Awaitable[None]:
         """A server's frame (or what answers in its place) to the client, behind whatever waits in the
-        queue; the server is read no faster than the client reads."""
+        queue; the server is read no faster than the client reads. (The session's own handling to
+        await, when nothing waits: no layer of the aggregate's between.)"""
         receive = self._receive
-        if receive is None or not self._out.empty():
-            if routed is not None:
-                self._waiting[id(raw)] = routed
-            self._out.put_nowait(raw)
-            await self._out.room()
-        else:
-            await receive(raw, None, None, routed)
+        if receive is not None and not self._out.held:  # (no bytes held: no frame waits there)
+            return receive(raw, None, None, routed)
+        if routed is not None:
+            self._waiting[id(raw)] = routed
+        self._out.put_nowait(raw)
+        return self._out.room()
 
     def _replied(self, member: Member, message: Message, raw: bytes) -> bytes | None:
         """The client's answer, under its id: the bytes as its server's side let them on (``raw``)
@@ -586,6 +613,11 @@ class Aggregate:
         the client told of each list that changed (after its ``initialized``)."""
         sources = [Source(m.index, m.name, m.spec.prefix, m.lists) for m in self._members if m.state is State.UP]
         self._merged = Merged(sources, self._options.separator, self._options.max_name_length)
+        members = self._members
+        self._routes = {
+            key: {exposed: (members[index], own) for exposed, (index, own) in table.items()}
+            for key, table in self._merged.named.items()
+        }
         for key, table in self._merged.named.items():
             for exposed, (index, _) in table.items():
                 self._ever[(key, exposed)] = index
@@ -631,17 +663,28 @@ class Aggregate:
         return raw
 
 
-def _read(document: Mapping[str, Any]) -> Message:
-    """What a frame is by its shape (one that came without the chain's reading of it)."""
+def _read(raw: bytes, document: Any) -> tuple[Message, dict[str, Any]] | None:
+    """What a frame is by its shape (one that came without the chain's reading of it: ``document``,
+    parsed here when ``None``); ``None``: not an object."""
+    if document is None:
+        try:
+            document = jsonio.loads(raw)
+        except jsonio.JSONSyntaxError:
+            return None
+    if not isinstance(document, Mapping):
+        return None
+    if type(document) is not dict:
+        document = dict(document)  # (what the chain reads)
     request_id, method = document.get("id"), document.get("method")
-    request_id = request_id if isinstance(request_id, str | int) else None
+    request_id = request_id if is_request_id(request_id) else None
     method = method if isinstance(method, str) else None
     if method is not None:
         kind = NOTIFICATION if "id" not in document else REQUEST
     else:
         kind = ERROR_RESPONSE if "error" in document else RESPONSE
     params = document.get("params")
-    return Message(kind, request_id, method, params if isinstance(params, Mapping) else None, document=document)
+    params = params if isinstance(params, Mapping) else None
+    return Message(kind, request_id, method, params, document=document), document
 
 
 def _member_id(member: Member, client_id: RequestId) -> RequestId:

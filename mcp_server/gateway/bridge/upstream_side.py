@@ -83,6 +83,7 @@ class UpstreamSide:
         )
         self.verdicts, self._tools = self.ledger.verdicts, self.ledger.tools
         run.report.open_session(self.session, self.transport, server=server)
+        self.carried = run.report.carried(self.session)  # what an aggregate routes past this side (ADR 38)
 
     def sending(self, document: Mapping[str, Any]) -> tuple[bytes, Message]:
         """A frame the bridge made for the upstream: its bytes, and the message it was checked as (a
