@@ -246,3 +246,15 @@ def test_three_servers_behind_one_gateway_answer_each_as_it_does_direct(
     assert [entry["name"] for entry in report["servers"]] == ["fleet", "memory", "everything"]
     assert all(entry["violations"] == {} for entry in report["servers"])
     assert report["violations"] == {"invalid_tool_input": 2}  # the client's two invalid calls
+    # Each call relayed is counted once in its server's sections (routed or not, ADR 38): all the
+    # client's but its two refused; the run's table counts both sides.
+    sessions = report["sessions"]
+    to_servers = sum(calls_in(entry) for entry in sessions if "server" in entry)
+    from_client = sum(calls_in(entry) for entry in sessions if "server" not in entry)
+    assert to_servers == from_client - 2 and to_servers > 0
+    assert report["frames"]["client_to_server"]["tools/call"] == from_client + to_servers
+
+
+def calls_in(entry: dict[str, Any]) -> int:
+    """The ``tools/call`` requests a report's session entry counts."""
+    return int(entry["frames"].get("client_to_server", {}).get("tools/call", 0))
