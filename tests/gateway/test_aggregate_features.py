@@ -171,6 +171,28 @@ def test_an_invalid_result_observed_over_http_is_relayed_as_sent_and_counted_onc
     assert broken["violations"].get("invalid_tool_output") == 1
 
 
+def test_a_request_of_no_usable_id_observed_over_stdio_is_answered_and_the_session_goes_on(tmp_path: Path) -> None:
+    """Observe mode lets a call whose id is ``true`` on; the aggregate cannot route it (no reply could
+    come back by that id), so it answers as a server would, with no id, sends server-everything
+    nothing, and the next call is answered as ever. One violation, the client's."""
+    config = write_config(tmp_path, {"everything": server(everything())})
+    peer = Raw(tmp_path, "--config", str(config), "--mode", "observe")
+    try:
+        peer.open()
+        echo = {"name": "everything__echo", "arguments": {"message": "hi"}}
+        peer.send({"jsonrpc": "2.0", "id": True, "method": "tools/call", "params": echo})
+        answered = peer.request("tools/call", echo)  # (what came before its answer: ``heard``)
+    finally:
+        assert peer.close() == 0
+    [refused] = [frame for frame in peer.heard if "method" not in frame]
+    assert "id" not in refused and refused["error"]["code"] == -32600, refused
+    assert answered["result"]["content"][0]["text"].endswith("hi")
+    report = report_of(tmp_path)
+    assert report["violations"] == {"invalid_envelope": 1}
+    [everything_section] = report["servers"]
+    assert everything_section["violations"] == {}
+
+
 def test_policy_and_approvals_address_tools_by_their_exposed_names(tmp_path: Path) -> None:
     """Issue 33: the policy names tools as the client sees them; a glob on a prefix is a rule for one
     server; an approval is asked of the client's user (elicitation) for the exposed name."""

@@ -218,6 +218,11 @@ def sections(rig: Rig) -> tuple[dict[str, Any], dict[str, Any]]:
     return client, server
 
 
+def received(rig: Rig, method: str) -> list[dict[str, Any]]:
+    """What the server was sent of ``method``, read."""
+    return [frame for frame in map(jsonio.loads, rig.server.received) if frame.get("method") == method]
+
+
 @pytest.mark.parametrize("mode", [Mode.OBSERVE, Mode.ENFORCE])
 def test_a_routed_reply_is_checked_once_and_its_violation_is_its_servers(registry: SchemaRegistry, mode: Mode) -> None:
     """The server's result its output schema refuses: one violation in the whole report, in the
@@ -358,11 +363,6 @@ def test_a_call_sent_under_an_id_of_the_aggregates_own_is_cancelled_under_it(reg
 
     rig = run_rig(registry, Mode.ENFORCE, body)
     assert rig.report()["violations"] == {}
-
-
-def received(rig: Rig, method: str) -> list[dict[str, Any]]:
-    """What the server was sent of ``method``, read."""
-    return [frame for frame in map(jsonio.loads, rig.server.received) if frame.get("method") == method]
 
 
 def test_a_request_observe_mode_lets_through_with_no_usable_id_is_answered_with_no_id(
