@@ -382,3 +382,19 @@ def test_a_request_observe_mode_lets_through_with_no_usable_id_is_answered_with_
     rig = run_rig(registry, Mode.OBSERVE, body)
     client, _ = sections(rig)
     assert rig.report()["violations"] == {"invalid_envelope": 1} == client["violations"]  # the client's, once
+
+
+def test_a_cancellation_naming_true_cancels_no_call_of_id_1(registry: SchemaRegistry) -> None:
+    """Observe mode lets on a cancellation whose ``requestId`` is ``true``: it names no request (an
+    id is a string or an integer), not the call of id 1, which goes on until cancelled by its id."""
+
+    async def body(rig: Rig) -> None:
+        await rig.send({"id": 1, "method": "tools/call", "params": {"name": "calc__late", "arguments": {}}})
+        await turns_until(lambda: received(rig, "tools/call"))
+        await rig.send({"method": "notifications/cancelled", "params": {"requestId": True, "reason": "test"}})
+        assert rig.member.calls and received(rig, "notifications/cancelled") == []
+        await rig.send({"method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}})
+        await rig.client.until(lambda: rig.client.notified)  # the server's line after its late answer
+        assert [frame["params"]["requestId"] for frame in received(rig, "notifications/cancelled")] == [1]
+
+    run_rig(registry, Mode.OBSERVE, body)

@@ -401,7 +401,7 @@ class Aggregate:
             self._initialized()
         elif method == "notifications/cancelled":
             request_id = params.get("requestId")
-            found = self._sent_to(request_id) if isinstance(request_id, str | int) else None
+            found = self._sent_to(request_id) if is_request_id(request_id) else None
             if found is not None:
                 member, member_id = found
                 call = self._forget(member, member_id)
