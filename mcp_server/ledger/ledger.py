@@ -56,16 +56,26 @@ class Ledger:
         tool_schemas: bool = True,
         logged: bool = True,
         quarantine: bool = True,
+        listings_judged: bool = False,
     ) -> None:
         """``limits``: the frame limits of what the client and the server send; ``lock``: the tool
         lockfile, held to the listing and to each call (``lock_listing``: to the listing only);
         ``policies``: the policy's stage of each direction; ``one_version``: a session keeps the version
         it began with; ``tool_schemas``: calls and results are checked against their tools' schemas;
         ``logged``: each violation is a warning on stderr too; ``quarantine``: the upstream's frames that
-        are no JSON-RPC are its stdout polluted (a live process's), not frames of a capture."""
+        are no JSON-RPC are its stdout polluted (a live process's), not frames of a capture;
+        ``listings_judged``: as ``Verdicts`` says."""
         self.session = session if session is not None else Session()  # (an empty Session is falsy)
         self.tools = tools if tools is not None else UpstreamTools(registry)
-        self.verdicts = Verdicts(modes, report, registry, lock or lock_listing, logged=logged, quarantine=quarantine)
+        self.verdicts = Verdicts(
+            modes,
+            report,
+            registry,
+            lock or lock_listing,
+            logged=logged,
+            quarantine=quarantine,
+            listings_judged=listings_judged,
+        )
         schemas = self.tools if tool_schemas else None
         inbound = build_chain(
             registry,

@@ -109,7 +109,7 @@ def patch_errors(patch: Any, was: str | None = None) -> list[dict[str, Any]]:
 class Verdicts:
     """One run's decisions (its modes, its report, its schemas), for one session's frames."""
 
-    __slots__ = ("_emit", "lock", "modes", "quarantine", "registry", "report")
+    __slots__ = ("_emit", "listings_judged", "lock", "modes", "quarantine", "registry", "report")
 
     def __init__(
         self,
@@ -120,11 +120,15 @@ class Verdicts:
         *,
         logged: bool = True,
         quarantine: bool = True,
+        listings_judged: bool = False,
     ) -> None:
         """``logged``: each violation is a warning on the run's stderr too (the live gateway's; ``check``
         reports them in its own output). ``quarantine``: what the upstream sends that is no JSON-RPC
-        is its stdout polluted (a live upstream's); a capture's frames are reported under their rule."""
+        is its stdout polluted (a live upstream's); a capture's frames are reported under their rule.
+        ``listings_judged``: the upstream's tool listings are made of tools judged already, each at
+        its own server (an aggregate's merged lists): learnt, their findings not reported again."""
         self._emit = emit if logged else _unlogged
+        self.listings_judged = listings_judged
         self.quarantine = quarantine
         self.modes = modes
         self.report = report
@@ -248,6 +252,8 @@ class Verdicts:
     def _learn_tools(self, frame: Frame, message: Message, result: Mapping[str, Any], tools: UpstreamTools) -> Frame:
         listed = list(result.get("tools", []))
         outcome = tools.learn(listed)
+        if self.listings_judged:  # (each tool's findings are its server's, in its section: ADR 38)
+            return frame
         if self.modes.rule_on(TOOL_DEFINITION_CHANGED):
             for name, patch in outcome.changed:
                 errors = patch_errors(patch)

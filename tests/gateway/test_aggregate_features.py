@@ -193,6 +193,28 @@ def test_a_request_of_no_usable_id_observed_over_stdio_is_answered_and_the_sessi
     assert everything_section["violations"] == {}
 
 
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+def test_an_invalid_tool_schema_observed_through_an_aggregate_is_its_servers_once(tmp_path: Path, era: str) -> None:
+    """Observe mode keeps the broken server's tool whose schema does not compile in the merged list:
+    the finding is its server's, once, in its section; the client's session (and, for a client of
+    the stateless era, the era bridge's) learns the tool without finding it again (ADR 38)."""
+    config = write_config(tmp_path, {"broken": server(BROKEN)})
+
+    async def listed(url: str) -> list[str]:
+        async with Client(url, mode=era, read_timeout_seconds=WAIT) as client:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    with http_gateway(tmp_path, "--config", str(config), "--mode", "observe") as gateway:
+        names = asyncio.run(asyncio.wait_for(listed(gateway.url), 2 * WAIT))
+    assert "broken__badschema" in names
+    report = report_of(tmp_path)
+    found = [entry["violations"].get("invalid_tool_schema", 0) for entry in report["sessions"] if "server" in entry]
+    elsewhere = [entry["violations"] for entry in report["sessions"] if "server" not in entry]
+    assert max(found) == 1  # (a bridge's spare aggregate, opened ahead, may have listed nothing)
+    assert all("invalid_tool_schema" not in violations for violations in elsewhere), elsewhere
+    assert report["violations"]["invalid_tool_schema"] == sum(found)
+
+
 def test_policy_and_approvals_address_tools_by_their_exposed_names(tmp_path: Path) -> None:
     """Issue 33: the policy names tools as the client sees them; a glob on a prefix is a rule for one
     server; an approval is asked of the client's user (elicitation) for the exposed name."""

@@ -76,6 +76,8 @@ def _unknown(error: CanonicalError, path: str, msg: str) -> Rejection:
 class Aggregate:
     """Many servers as one upstream (see the module's docstring)."""
 
+    listings_judged = True  # its tools/list answers are its servers' tools, each judged at its server
+
     def __init__(
         self, members: Sequence[Member], options: AggregateOptions, run: GatewayRun, name: str, *, reports: bool = True
     ) -> None:

@@ -136,6 +136,8 @@ class StatefulUpstreams:
         # a new client's first request does not wait for a process to start).
         self._spare: tuple[Connection, asyncio.Future[None]] | None = None
         self.name = self._first.name
+        # An aggregate's lists are judged at its servers: by this bridge's sides, and the client's, not again.
+        self.listings_judged: bool = getattr(self._first, "listings_judged", False)
         self._max = max_identities
         self._signer: GrantSigner = run.grants or signer_from({})  # the approvals' key, when there is one
         self._decided = asyncio.Event()
@@ -326,7 +328,8 @@ class StatefulUpstreams:
         connection, opening = self._connection()
         label = f"{connection.name} bridged at {self._version}"
         capabilities = {k: v for k, v in (declared or {}).items() if k in self._capabilities}
-        identity = self._identities[key] = _Identity(key, connection, UpstreamSide(self._checks, label), capabilities)
+        side = UpstreamSide(self._checks, label, listings_judged=self.listings_judged)
+        identity = self._identities[key] = _Identity(key, connection, side, capabilities)
         self._spawn(self._initialize(identity, info, opening))
         return identity
 

@@ -66,7 +66,9 @@ class UpstreamSide:
         lock: LockCheck | None = None,
         config: GatewayConfig | None = None,
         tool_schemas: bool = False,
+        listings_judged: bool = False,
     ) -> None:
+        """``listings_judged``: the upstream is an aggregate, whose tools are judged at their servers."""
         registry = run.registry
         self.session = Session()
         self._registry = registry
@@ -80,6 +82,7 @@ class UpstreamSide:
             lock_listing=lock,
             one_version=False,
             tool_schemas=tool_schemas,
+            listings_judged=listings_judged,
         )
         self.verdicts, self._tools = self.ledger.verdicts, self.ledger.tools
         run.report.open_session(self.session, self.transport, server=server)
