@@ -194,7 +194,7 @@ class GatewaySession:
             limits=(run.max_frame_bytes, run.max_server_frame_bytes),
             lock=lock,
             policies=_policies(run),
-            listings_judged=getattr(upstream, "listings_judged", False),  # (an aggregate's: ADR 38)
+            listings_judged=getattr(upstream, "listings_judged", False),  # (an aggregate's: ADR 39)
         )
         self.tools, self.verdicts = self.ledger.tools, self.ledger.verdicts
         self.spans = CallSpans(run.tracer)  # an observer: told what the session did, it decides nothing

@@ -252,7 +252,7 @@ class Verdicts:
     def _learn_tools(self, frame: Frame, message: Message, result: Mapping[str, Any], tools: UpstreamTools) -> Frame:
         listed = list(result.get("tools", []))
         outcome = tools.learn(listed)
-        if self.listings_judged:  # (each tool's findings are its server's, in its section: ADR 38)
+        if self.listings_judged:  # (each tool's findings are its server's, in its section: ADR 39)
             return frame
         if self.modes.rule_on(TOOL_DEFINITION_CHANGED):
             for name, patch in outcome.changed:

@@ -22,7 +22,9 @@ request whose POST's response carried it (its answer even when its own id is mis
 
 class Connection(Protocol):
     """A peer's frames as ``(raw, None)``, or ``(excerpt, size)`` past the frame limit (``LineSplitter``);
-    ``send`` one frame to it, ``close`` the side (the exit status of a process behind it, if any)."""
+    ``send`` one frame to it, ``close`` the side (the exit status of a process behind it, if any).
+    Optional, read where present: ``push`` (see ``receive_all``), and ``listings_judged`` (its tool
+    listings' tools were judged at their own servers already: an aggregate's, ADR 39)."""
 
     name: str  # what the side is called in a report (the upstream's command or URL)
 
