@@ -197,7 +197,7 @@ def test_a_request_of_no_usable_id_observed_over_stdio_is_answered_and_the_sessi
 def test_an_invalid_tool_schema_observed_through_an_aggregate_is_its_servers_once(tmp_path: Path, era: str) -> None:
     """Observe mode keeps the broken server's tool whose schema does not compile in the merged list:
     the finding is its server's, once, in its section; the client's session (and, for a client of
-    the stateless era, the era bridge's) learns the tool without finding it again (ADR 38)."""
+    the stateless era, the era bridge's) learns the tool without finding it again (ADR 39)."""
     config = write_config(tmp_path, {"broken": server(BROKEN)})
 
     async def listed(url: str) -> list[str]:
