@@ -102,7 +102,7 @@ class Routed(NamedTuple):
 
     document: dict[str, Any]  # the reply, parsed (the aggregate read its id)
     section: Session
-    carried: Counter[tuple[Direction, str]]
+    carried: Counter[tuple[Direction, str | None]]
 
 
 class ClientSide(Protocol):
@@ -375,7 +375,7 @@ class GatewaySession:
                 await self._attributed(frame, verdict, carried_by, began)
             elif isinstance(verdict, Message):
                 if routed is not None:
-                    routed.carried[(SERVER_TO_CLIENT, verdict.method or "(response)")] += 1
+                    routed.carried[(SERVER_TO_CLIENT, verdict.method)] += 1
                 await self._upstream_frame(frame, verdict, began)
             else:
                 await self._upstream_refused(frame, verdict, began, routed)

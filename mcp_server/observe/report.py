@@ -97,9 +97,12 @@ _DIRECTION_NAMES: dict[Direction | None, str] = {None: "(unknown)", **{d: d.valu
 """A direction's name in the counts, read once (an enum's ``value`` is a property call)."""
 
 
-def _named(carried: Counter[tuple[Direction, str]]) -> Counter[tuple[str, str]]:
-    """Carried counts under their directions' names, as the frames are counted."""
-    return Counter({(_DIRECTION_NAMES[direction], method): n for (direction, method), n in carried.items()})
+def _named(carried: Counter[tuple[Direction, str | None]]) -> Counter[tuple[str, str]]:
+    """Carried counts under their directions' names, as the frames are counted (a carried frame is a
+    request or its reply: one that names no method is a reply whose request was not known)."""
+    return Counter(
+        {(_DIRECTION_NAMES[direction], method or "(response)"): n for (direction, method), n in carried.items()}
+    )
 
 
 def party_of(direction: Direction | None) -> str:
@@ -139,7 +142,9 @@ class _SessionCounts:
         self.server = server  # an aggregate's member: the server's name
         self.protocol_version: str | None = None
         self.frames: Counter[tuple[str, str]] = Counter()
-        self.carried: Counter[tuple[Direction, str]] = Counter()  # frames checked in another session (``carried``)
+        self.carried: Counter[tuple[Direction, str | None]] = (
+            Counter()
+        )  # frames checked in another session (``carried``)
         self.by_party: Counter[tuple[str, str]] = Counter()  # (rule, party)
         self.unanswered: Counter[str] = Counter()  # reason
 
@@ -196,7 +201,7 @@ class ConformanceReport:
         aggregate it is a session with, for the report's section per server)."""
         self.sessions[id(session)] = _SessionCounts(session, transport, server)
 
-    def carried(self, session: Session) -> Counter[tuple[Direction, str]]:
+    def carried(self, session: Session) -> Counter[tuple[Direction, str | None]]:
         """Where the frames of ``session`` are counted that another session checks for it (an
         aggregate's call routed at the client's version: ADR 38), by direction and method, one
         increment each; they join its section and the run's table when the report is written."""
