@@ -28,15 +28,20 @@ EXAMPLE = "mcp-server doctor -- python my_server.py"
 
 class _VersionAction(argparse.Action):
     """``--version``: the program's version, then each MCP schema in use with its source commit and
-    SHA-256 (the official schemas are rewritten after release: this names the bytes)."""
+    SHA-256 (the official schemas are rewritten after release: this names the bytes), then each
+    erratum applied to them, with its ``schema.ts`` line (the verdicts come from both; ADR 41)."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        from .registry.schemas import schema_provenance
+        from .registry.errata import errata
+        from .registry.schemas import BUNDLED_SCHEMAS, schema_provenance
 
         lines = [f"mcp-server {__version__}"]
         for entry in schema_provenance():
             source = f"{entry['repository']}@{entry['commit']}" if entry["commit"] else "unrecorded source"
             lines.append(f"schema {entry['version']} {source} sha256={entry['sha256']}")
+        lines += [
+            f"erratum {e.version} {e.name} schema.ts:{e.line}" for e in errata(BUNDLED_SCHEMAS / "mcp", SchemaError)
+        ]
         sys.stdout.write("\n".join(lines) + "\n")
         parser.exit()
 

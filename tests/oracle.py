@@ -1,11 +1,12 @@
 """The independent oracle of issue 24: the official schemas' own verdict on a frame, by python ``jsonschema``.
 
 Nothing here imports the project's validation code: the method tables, the result types and the
-verdict are read from the schema documents again, and every definition is checked with the
-validator class of the draft the document declares (formats not asserted: an annotation in both
-drafts). Also the frames the differential test feeds both sides: valid frames of every request,
-notification, result and error of a version (the 2026-07-28 examples and frames built from the
-definitions), and a seeded corpus of their mutations.
+verdict are read from the schema documents again (the errata list, `schemas/mcp/errata.json`, applied
+here again), and every definition is checked with the validator class of the draft the document
+declares (formats not asserted: an annotation in both drafts). Also the frames the differential
+test feeds both sides: valid frames of every request, notification, result and error of a version
+(the 2026-07-28 examples and frames built from the definitions), and a seeded corpus of their
+mutations.
 """
 
 from __future__ import annotations
@@ -55,12 +56,31 @@ class Case:
         return json.dumps(self.frame, separators=(",", ":")).encode()
 
 
+def corrected(version: str, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with the corrections ``schemas/mcp/errata.json`` records for ``version`` (where the
+    generated JSON is narrower than schema.ts, ADR 41): the data file read and applied here again, not
+    through the project's code. A place that does not hold what its erratum replaces fails."""
+    for erratum in json.loads((SCHEMAS / "errata.json").read_text())["errata"]:
+        place = erratum["versions"].get(version)
+        if place is None:
+            continue
+        *parents, last = [t.replace("~1", "/").replace("~0", "~") for t in place["pointer"].split("/")[1:]]
+        node: Any = document
+        for token in parents:
+            node = node[int(token)] if isinstance(node, list) else node[token]
+        key = int(last) if isinstance(node, list) else last
+        assert node[key] == place["replaces"], f"{erratum['name']}: {version} {place['pointer']} holds {node[key]!r}"
+        node[key] = copy.deepcopy(place["with"])
+    return document
+
+
 class SpecSchema:
-    """One version's schema document, read as the specification states it."""
+    """One version's schema document, read as the specification states it (schema.ts, where the
+    generated JSON is narrower: the errata list)."""
 
     def __init__(self, version: str) -> None:
         self.version = version
-        self.document = json.loads((SCHEMAS / version / "schema.json").read_text())
+        self.document = corrected(version, json.loads((SCHEMAS / version / "schema.json").read_text()))
         self.defs_key = "$defs" if "$defs" in self.document else "definitions"
         self.defs: Mapping[str, Any] = self.document[self.defs_key]
         self.stateless = "InitializeRequest" not in self.defs  # 2026-07-28: no handshake

@@ -1,12 +1,14 @@
 """Running the official conformance suite (`@modelcontextprotocol/conformance`, npm) against a server
 served directly or behind the gateway, and the expected results it is compared with (one file per
-suite version under `fixtures/conformance/`). Shared by the conformance tests; holds no test.
+suite version under `fixtures/conformance/`); and one of its client scenarios against a client
+command. Shared by the conformance tests; holds no test.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +23,7 @@ from .gateways import started_gateway
 FIXTURES = ROOT / "fixtures" / "conformance"
 WAIT = 60.0
 SUITE_TIMEOUT = 600.0
+CLIENT_TIMEOUT = 120.0  # one client scenario: the suite's server, the client, and its gateway
 # The suite's summary names the scenarios a requirement set runs without scoring: `  ✗ name (reason)`.
 NOT_SCORED_LINE = re.compile(r"^\s+[✓✗]\s+(\S+)\s+\(([^)]+)\)$")
 
@@ -63,6 +66,21 @@ def run_suite(suite: list[str], url: str, out: Path, *extra: str) -> SuiteRun:
     lines = summary[0].splitlines() if summary else []
     not_scored = {match[1]: match[2] for line in lines if (match := NOT_SCORED_LINE.match(line))}
     return SuiteRun(dict(sorted(results.items())), dict(sorted(not_scored.items())))
+
+
+def run_client(suite: list[str], client: list[str], scenario: str, out: Path, env: dict[str, str]) -> str:
+    """One client scenario of the suite (`conformance client`), ``client`` the command it runs (the
+    suite appends its server's URL): pass (no failure, no warning), warning, or fail (a failure, or
+    no check written at all)."""
+    subprocess.run(
+        [*suite, "client", "--command", shlex.join(client), "--scenario", scenario, "-o", str(out)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=CLIENT_TIMEOUT,
+        env=env,
+    )
+    statuses = {check["status"] for path in out.rglob("checks.json") for check in json.loads(path.read_text())}
+    return "fail" if "FAILURE" in statuses or not statuses else "warning" if "WARNING" in statuses else "pass"
 
 
 def results_file(suite: str) -> Path:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -227,11 +228,20 @@ def test_a_client_that_closes_its_input_with_a_call_pending_cancels_it_upstream_
     assert [(entry["id"], entry["reason"]) for entry in report["unanswered"]] == [(3, "client_closed")]
 
 
+def _echo_defaults(properties: dict[str, Any]) -> dict[str, Any]:
+    return {key: value["default"] for key, value in properties.items()}
+
+
+def _label_left_empty(properties: dict[str, Any]) -> dict[str, Any]:
+    """The defaults, the label sent as `null` (the SDK's types allow it; ElicitResult does not)."""
+    return {**_echo_defaults(properties), "label": None}
+
+
 @pytest.mark.parametrize("front", ["stdio", "http"])
 def test_an_invalid_elicitation_reply_is_answered_to_the_upstream_in_enforce_mode(tmp_path: Path, front: str) -> None:
-    """Issue 18: the SDK client echoes a fractional default where ElicitResult allows integers; the
-    upstream gets CLIENT_INVALID_REPLY for its request instead of waiting forever."""
-    outcome, report = _configure_through_the_gateway(tmp_path, "enforce", front)
+    """Issue 18: the SDK client answers a field left empty with `null`, which ElicitResult's content
+    does not allow; the upstream gets CLIENT_INVALID_REPLY for its request instead of waiting forever."""
+    outcome, report = _configure_through_the_gateway(tmp_path, "enforce", front, _label_left_empty)
     assert outcome["error_code"] == CanonicalError.CLIENT_INVALID_REPLY.mcp_code
     assert outcome["rule"] == CanonicalError.INVALID_PARAMS.slug
     assert report["violations"] == {"invalid_params": 1}
@@ -239,28 +249,35 @@ def test_an_invalid_elicitation_reply_is_answered_to_the_upstream_in_enforce_mod
     assert report["violations_by_method"] == {"invalid_params": {"elicitation/create (response)": 1}}
     [example] = report["examples"]["invalid_params"]
     assert example["party"] == "client" and example["direction"] == "client_to_server"
-    assert example["errors"][0]["path"] == "/result/content/ratio"
+    assert example["errors"][0]["path"] == "/result/content/label"
 
 
 def test_an_invalid_elicitation_reply_is_forwarded_and_reported_in_observe_mode(tmp_path: Path) -> None:
     """Issue 18: observe mode forwards the client's reply and reports it as the client's fault."""
-    outcome, report = _configure_through_the_gateway(tmp_path, "observe", "stdio")
+    outcome, report = _configure_through_the_gateway(tmp_path, "observe", "stdio", _label_left_empty)
     assert outcome["ratio"] == 3.14 and outcome["error_code"] is None
     assert report["violations_by_party"] == {"invalid_params": {"client": 1}}
 
 
-def _configure_through_the_gateway(tmp_path: Path, mode: str, front: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The SDK client calls `configure` through the gateway (its STDIO or its HTTP front), its
-    elicitation callback echoing the defaults."""
+def test_a_fractional_elicitation_reply_passes_the_gateway_in_enforce_mode(tmp_path: Path) -> None:
+    """ADR 41 (schema.ts's ElicitResult content is `string | number | …`; the published JSON said
+    integer): the SDK client echoing the fractional default reaches the upstream, no violation."""
+    outcome, report = _configure_through_the_gateway(tmp_path, "enforce", "stdio", _echo_defaults)
+    assert outcome["ratio"] == 3.14 and outcome["error_code"] is None
+    assert report["violations"] == {}
 
-    async def echo_defaults(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        properties = params.requested_schema["properties"]
-        return types.ElicitResult(action="accept", content={key: value["default"] for key, value in properties.items()})
+
+def _configure_through_the_gateway(
+    tmp_path: Path, mode: str, front: str, answer: Callable[[dict[str, Any]], dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The SDK client calls `configure` through the gateway (its STDIO or its HTTP front), its
+    elicitation callback accepting with ``answer(properties)`` as the content."""
+
+    async def accept(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content=answer(params.requested_schema["properties"]))
 
     async def session(server: StdioServerParameters | str) -> dict[str, Any]:
-        async with Client(
-            server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=echo_defaults
-        ) as client:
+        async with Client(server, mode="legacy", read_timeout_seconds=WAIT, elicitation_callback=accept) as client:
             result = await client.call_tool("configure", {})
             assert result.is_error is False
             return dict(result.structured_content or {})

@@ -1,6 +1,7 @@
 """The official conformance suite (`@modelcontextprotocol/conformance`, npm) through the HTTP gateway
 (issue 9), with a STDIO upstream and with a Streamable HTTP one (`--upstream URL`, issue 18), the
-pre-release line by the requirement set of each spec revision (issue 22).
+pre-release line by the requirement set of each spec revision (issue 22); and the suite's client
+scenarios with the official SDK client, direct and through the gateway (ADR 41).
 
 `RUNS` is the table of runs: a suite version, a requirement set, and where the suite connects. Each
 run is a test of its own (parallel workers share them out), its results held to its suite version's
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -25,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from ..conftest import server_env
+from ..conftest import ROOT, server_env
 from ..node_tools import CONFORMANCE, CONFORMANCE_NEXT, SERVER_EVERYTHING, node_command, npm_bin
 from ..processes import UPSTREAMS, forked_server, free_port, running
-from .conformance import gateway, record, results_file, run_suite
+from .conformance import gateway, record, results_file, run_client, run_suite
 from .gateways import TARGET
 
 pytestmark = pytest.mark.conformance
@@ -238,3 +240,27 @@ def test_the_recorded_results_are_the_same_through_the_gateway_as_direct() -> No
     required = next_line[f"2026-07-28/{DIRECT.name}"]
     not_scored = documents[CONFORMANCE_NEXT]["not_scored"]["2026-07-28"]
     assert {s: r for s, r in required.items() if s not in not_scored and r != "pass"} == {}
+
+
+# The suite's client scenarios (`conformance client`), the client the official SDK client
+# (`tests/upstreams/conformance_client.py`: it accepts an elicitation with the requested defaults),
+# straight to the suite's server and over STDIO through the gateway before it (`--upstream URL`).
+# `elicitation-sep1034-client-defaults` answers a `number` field with 95.5, which the published
+# ElicitResult refused (integer) and schema.ts allows (ADR 41). Not run: `sse-retry`, which times the
+# reconnection of an SSE stream (through the gateway, the gateway's HTTP upstream is the client timed).
+CLIENT_SCENARIOS = ("initialize", "tools_call", "elicitation-sep1034-client-defaults")
+CONFORMANCE_CLIENT = ROOT / "tests" / "upstreams" / "conformance_client.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["direct", "gateway"])
+@pytest.mark.parametrize("scenario", CLIENT_SCENARIOS)
+def test_the_suites_client_scenarios_pass_with_the_sdk_client_direct_and_through_the_gateway(
+    tmp_path: Path, scenario: str, route: str
+) -> None:
+    """Issue 9 (the same through the gateway as direct), ADR 41: each client scenario of the suite
+    passes with the official SDK client, on its own and with the gateway between it and the suite's
+    server; each scenario and route a test of its own (parallel workers share them out)."""
+    suite = node_command(CONFORMANCE, "conformance")
+    client = [sys.executable, str(CONFORMANCE_CLIENT), *(["--direct"] if route == "direct" else [])]
+    assert run_client(suite, client, scenario, tmp_path / "out", server_env(tmp_path)) == "pass"

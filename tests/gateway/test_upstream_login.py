@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import stat
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ from .authorization import (
     refused_with,
     stdio_client,
 )
+from .conformance import run_client
 
 NO_BROWSER = "false"  # a browser that opens nothing: a run that would need the user fails
 
@@ -161,15 +160,6 @@ def test_the_conformance_suites_authorization_scenarios_pass_with_the_gateway_as
     the official SDK client over STDIO with the gateway as the OAuth client in front of the suite's
     server; each scenario a test of its own (parallel workers share them out)."""
     suite = node_command(CONFORMANCE, "conformance")
-    command = shlex.join([sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_auth_client.py")])
+    client = [sys.executable, str(ROOT / "tests" / "upstreams" / "conformance_auth_client.py")]
     out = tmp_path / scenario.replace("/", "-")
-    subprocess.run(
-        [*suite, "client", "--command", command, "--scenario", scenario, "-o", str(out)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=120,
-        env=server_env(tmp_path),
-    )
-    statuses = {check["status"] for path in out.rglob("checks.json") for check in json.loads(path.read_text())}
-    result = "fail" if "FAILURE" in statuses or not statuses else "warning" if "WARNING" in statuses else "pass"
-    assert result == expected
+    assert run_client(suite, client, scenario, out, server_env(tmp_path)) == expected

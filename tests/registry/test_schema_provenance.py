@@ -22,9 +22,12 @@ MANIFEST = json.loads((MCP / PROVENANCE_FILE).read_text())
 
 def test_every_bundled_schema_file_matches_the_sha256_recorded_with_its_source_commit() -> None:
     """Issue 24, provenance: the official schemas are rewritten after release; each bundled file is
-    the one recorded (repository, commit, sha256), and every bundled file is recorded."""
-    bundled = {path.relative_to(MCP).as_posix() for path in MCP.glob("*/schema.json")}
-    assert bundled == set(MANIFEST["files"]) and len(bundled) == 5
+    the one recorded (repository, commit, sha256), and every bundled file is recorded: each version's
+    schema.json and the schema.ts it was generated from (ADR 41: the errata cite its lines)."""
+    bundled = {
+        path.relative_to(MCP).as_posix() for name in ("schema.json", "schema.ts") for path in MCP.glob(f"*/{name}")
+    }
+    assert bundled == set(MANIFEST["files"]) and len(bundled) == 10
     for name, entry in MANIFEST["files"].items():
         assert hashlib.sha256((MCP / name).read_bytes()).hexdigest() == entry["sha256"], name
         assert len(entry["commit"]) == 40 and entry["source_path"] == f"schema/{name}"
@@ -44,8 +47,9 @@ def test_a_schema_file_whose_bytes_were_not_recorded_claims_no_commit(tmp_path: 
     assert found["2025-11-25"]["commit"] == MANIFEST["files"]["2025-11-25/schema.json"]["commit"]
 
 
-def test_version_names_every_bundled_schema_with_its_commit_and_sha256(tmp_path: Path) -> None:
-    """Issue 24, provenance: `mcp-server --version` prints each schema's source commit and sha256."""
+def test_version_names_every_bundled_schema_with_its_commit_and_sha256_and_each_erratum(tmp_path: Path) -> None:
+    """Issue 24, provenance: `mcp-server --version` prints each schema's source commit and sha256,
+    then (ADR 41) each erratum applied to it with its schema.ts line: the verdicts come from both."""
     command = [*server_command()[:3], "--version"]
     run = subprocess.run(command, capture_output=True, timeout=30, env=server_env(tmp_path))
     assert run.returncode == 0
@@ -53,8 +57,15 @@ def test_version_names_every_bundled_schema_with_its_commit_and_sha256(tmp_path:
     expected = [
         f"schema {name.split('/')[0]} {MANIFEST['repository']}@{entry['commit']} sha256={entry['sha256']}"
         for name, entry in sorted(MANIFEST["files"].items())
+        if name.endswith("/schema.json")
     ]
-    assert lines == expected
+    errata = json.loads((MCP / "errata.json").read_text())["errata"]
+    expected += [
+        f"erratum {version} {erratum['name']} schema.ts:{place['source']['line']}"
+        for erratum in errata
+        for version, place in erratum["versions"].items()
+    ]
+    assert lines == expected and any(line.startswith("erratum 2025-11-25 ") for line in lines)
 
 
 def test_the_log_header_and_the_conformance_report_carry_the_schemas_provenance(

@@ -1,8 +1,10 @@
 """An MCP server written with the official `mcp` SDK whose tool asks its client for settings.
 
-`configure` elicits a form whose `ratio` field has a fractional default (3.14): a client that
-echoes the defaults answers with a number where the official `ElicitResult` allows only integers.
-The tool says what came back: the accepted settings, or the error its elicitation got instead.
+`configure` elicits a form with a fractional default (`ratio`, 3.14: a `number`, which
+`ElicitResult`'s content allows, schema.ts and the errata list say; ADR 41) and a `label` the tool
+takes even empty: a client that answers an empty field with `null` answers what `ElicitResult`
+does not allow (`string | number | boolean | string[]`). The tool says what came back: the
+accepted settings, or the error its elicitation got instead.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ server = MCPServer("elicit-upstream")
 
 class Settings(BaseModel):
     ratio: float = 3.14
-    label: str = "default"
+    label: str | None = "default"
 
 
 class Outcome(BaseModel):
