@@ -1,7 +1,8 @@
 """Hold a client frame until the gateway can check it, never letting it past the check.
 
-A frame behind a pending ``initialize`` waits for its reply (the version that checks it is not
-known before); a ``tools/call`` the chain refused as a tool not listed yet waits for the pending
+What a frame waits for is ``ledger/waits.py``'s rule, which ``check`` follows on a capture too: a
+frame behind a pending ``initialize`` waits for its reply (the version that checks it is not known
+before); a ``tools/call`` the chain refused as a tool not listed yet waits for the pending
 ``tools/list``, or for the one the gateway asks the upstream itself (every page, under ids of its
 own), and is checked again. The waits are bounded; what is still unknown after them is the schema
 check's to refuse. No I/O but the gateway's own request.
@@ -14,8 +15,9 @@ from typing import Any
 
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
-from ..core.types import CLIENT_TO_SERVER, REQUEST, Message, RequestId
+from ..core.types import CLIENT_TO_SERVER, Message, RequestId
 from ..execution.peer import PeerChannel
+from ..ledger.waits import awaits_listing, pending_request, still_pending
 from ..registry.tools import UpstreamTools
 from ..registry.versions import CLIENT_CAPABILITIES_META, PROTOCOL_VERSION_META
 
@@ -40,7 +42,7 @@ class Readiness:
     async def initialized(self) -> None:
         """Wait (bounded) until the client's pending ``initialize`` is answered; later frames go on."""
         request_id = self.initialize
-        if request_id is not None and self.session.peek(CLIENT_TO_SERVER, request_id) is not None:
+        if request_id is not None and still_pending(self.session, request_id, "initialize"):
             await self._until(self._settled(request_id), self._deadline())
         self.initialize = None
 
@@ -50,10 +52,8 @@ class Readiness:
         if (
             rejection.error is not CanonicalError.TOOL_NOT_FOUND
             or message is None
-            or message.kind is not REQUEST
-            or message.tool is None
-            or self.tools.complete
             or self._closed
+            or not awaits_listing(self.tools, message.kind, message.method, message.tool)
         ):
             return None
         return message.tool
@@ -67,7 +67,7 @@ class Readiness:
             waited: asyncio.Future[None]
             if self._fetch is not None and not self._fetch.done():
                 waited, asked = self._fetch, True
-            elif (request_id := self._pending_list()) is not None:
+            elif (request_id := pending_request(self.session, "tools/list")) is not None:
                 waited = self._settled(request_id)
             elif not asked:
                 asked = True
@@ -79,13 +79,6 @@ class Readiness:
 
     def _deadline(self) -> float:
         return asyncio.get_running_loop().time() + self.wait_seconds
-
-    def _pending_list(self) -> RequestId | None:
-        """A client's ``tools/list`` relayed upstream and not answered yet."""
-        for _, request_id, pending in self.session.waiting(CLIENT_TO_SERVER):
-            if pending.method == "tools/list":
-                return request_id
-        return None
 
     async def _until(self, waited: asyncio.Future[None], deadline: float) -> bool:
         """Wait for ``waited`` until the deadline; ``False`` when the time is up."""

@@ -21,6 +21,7 @@ __all__ = [
     "PROTOCOL_VERSION_META",
     "SERVER_INFO_META",
     "SUBSCRIPTION_ID_META",
+    "answered_version",
     "is_at_least",
     "reply_version",
     "resolve_version",
@@ -91,6 +92,16 @@ def reply_version(registry: SchemaRegistry, pending: Pending | None) -> str:
     own version, when it has one, governs every frame of it.)"""
     stated = None if pending is None else pending.version
     return stated if stated is not None and stated in registry.stateless_versions else registry.latest_handshake
+
+
+def answered_version(registry: SchemaRegistry, result: Any) -> str | None:
+    """The version an ``initialize`` result names, when a session can be held to it: a handshake
+    version bundled here (basic/lifecycle, version negotiation: the client goes on at the version the
+    server answered, or disconnects; 2026-07-28 has no handshake). It is read whatever else the result
+    gets wrong: a reply refused for another field still says which version the server speaks (ADR 42).
+    ``None`` when it names no such version."""
+    named = result.get("protocolVersion") if isinstance(result, Mapping) else None
+    return named if type(named) is str and named in registry.handshake_versions else None
 
 
 def _stateless_version_of(message: Message, registry: SchemaRegistry) -> str | None:

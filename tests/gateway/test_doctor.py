@@ -19,6 +19,7 @@ from ..processes import free_port, running
 WAIT = 120.0
 SDK_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "sdk_server.py")]
 BROKEN_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "broken_server.py")]
+VERSIONLESS_SERVER = [sys.executable, str(ROOT / "tests" / "upstreams" / "versionless_server.py")]
 
 
 def doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -62,6 +63,33 @@ def test_a_broken_server_is_told_its_problems_and_exits_1(tmp_path: Path) -> Non
     text = doctor(tmp_path, "--", *BROKEN_SERVER, "--pages")
     assert text.returncode == 1
     assert "invalid_tool_schema" in text.stdout
+
+
+def test_a_server_whose_initialize_reply_breaks_one_rule_is_told_that_rule_at_the_version_it_answered(
+    tmp_path: Path,
+) -> None:
+    """ADR 42: the server's one fault (`serverInfo` without `version`) is reported once per
+    handshake, against the server, and its session at the version it answered (2025-11-25) is
+    checked at that version: one violation there, as the gateway and `check` give (its `tools/list`
+    and its reply were judged at 2026-07-28, the doctor blamed)."""
+    result = doctor(tmp_path, "--format", "json", "--", *VERSIONLESS_SERVER)
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = verdict(result)
+    assert found["accepted"] == ["2025-11-25"]
+    by_version = {entry["version"]: entry for entry in found["versions"]}
+    assert by_version["2025-11-25"]["tools"] == ["echo"]
+    assert by_version["2025-11-25"]["violations"] == {"invalid_params": 1}
+    handshakes = [entry for entry in found["versions"] if entry["answered"] is not None]
+    assert all(entry["answered"] == "2025-11-25" for entry in handshakes)  # its counter-offer to the others
+    assert all(entry["violations"] == {"invalid_params": 1} for entry in handshakes)
+    assert found["violations"] == {"invalid_params": len(handshakes)}
+    examples = found["examples"]["invalid_params"]
+    assert {(e["party"], e["method"], e["errors"][0]["path"]) for e in examples} == {
+        ("upstream", "initialize", "/result/serverInfo")
+    }
+    text = doctor(tmp_path, "--", *VERSIONLESS_SERVER)
+    assert text.returncode == 1
+    assert f"  invalid_params x{len(handshakes)} (upstream, initialize): /result/serverInfo" in text.stdout
 
 
 def test_a_streamable_http_upstream_is_examined_over_http(tmp_path: Path) -> None:

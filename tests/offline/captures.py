@@ -22,13 +22,14 @@ Record = tuple[str, dict[str, Any]]
 class Recorder:
     """A raw NDJSON client of a real MCP server process, recording every frame with its direction."""
 
-    def __init__(self, tmp_path: Path, command: list[str] = SDK_SERVER) -> None:
+    def __init__(self, tmp_path: Path, command: list[str] = SDK_SERVER, **env: str) -> None:
+        """``env``: variables of the process's own (a gateway's ``MCP_RUNS_DIR``)."""
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=server_env(tmp_path),
+            env=server_env(tmp_path, **env),
         )
         self.records: list[Record] = []
 
@@ -38,16 +39,30 @@ class Recorder:
         self.process.stdin.write(json.dumps(frame).encode() + b"\n")
         self.process.stdin.flush()
 
+    def pipeline(self, *frames: dict[str, Any]) -> None:
+        """Frames written at once, before any reply is read, as a client that pipelines writes them."""
+        assert self.process.stdin is not None
+        self.records += [(C2S, frame) for frame in frames]
+        self.process.stdin.write(b"".join(json.dumps(frame).encode() + b"\n" for frame in frames))
+        self.process.stdin.flush()
+
     def answer(self, request_id: int) -> dict[str, Any]:
         """Read (and record) server frames until the response to ``request_id``."""
+        return self.answers(request_id)[request_id]
+
+    def answers(self, *request_ids: int) -> dict[int, dict[str, Any]]:
+        """Read (and record) server frames until the response to each of ``request_ids``, in
+        whatever order they come."""
         assert self.process.stdout is not None
-        while True:
+        replies: dict[int, dict[str, Any]] = {}
+        while len(replies) < len(request_ids):
             line = self.process.stdout.readline()
             assert line, "the server closed stdout"
             frame = json.loads(line)
             self.records.append((S2C, frame))
-            if frame.get("id") == request_id and "method" not in frame:
-                return frame
+            if frame.get("id") in request_ids and "method" not in frame:
+                replies[frame["id"]] = frame
+        return replies
 
     def call(self, frame: dict[str, Any]) -> dict[str, Any]:
         self.send(frame)
