@@ -394,7 +394,7 @@ SETTINGS: tuple[Setting, ...] = (
         key="rules",
         shown="every rule on",
         what="rule slug → `false`: the rule is off (its violations are neither enforced nor counted); "
-        "a slug that names no rule is refused",
+        "a slug that names no rule is refused; `duplicate_request_id` stays on (ADR 43)",
     ),
     Setting(
         name="grace_seconds",

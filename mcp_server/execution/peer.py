@@ -47,8 +47,9 @@ class PeerChannel:
     """One connection's way to ask its peer something and wait for the reply.
 
     ``direction`` is the way the requests go (the server's to its client by default); their ids are
-    ``PREFIX-N``, never reused. Without ``pump`` the reply is awaited while another task reads the
-    connection; ``close`` then ends what still waits.
+    ``PREFIX-N``, never reused, and none a request of the peer's still waits under (ADR 43). Without
+    ``pump`` the reply is awaited while another task reads the connection; ``close`` then ends what
+    still waits.
     """
 
     _ids = itertools.count(1)
@@ -65,7 +66,7 @@ class PeerChannel:
         self._pump = pump  # read and handle one more chunk of the connection; False at end of input
         self._direction = direction
         self._prefix = prefix
-        self._waiting: dict[str, tuple[asyncio.Future[Mapping[str, Any] | None], Session]] = {}
+        self._waiting: dict[RequestId, tuple[asyncio.Future[Mapping[str, Any] | None], Session]] = {}
 
     @property
     def asking(self) -> bool:
@@ -76,15 +77,18 @@ class PeerChannel:
         """Whether ``request_id`` is a request of ours still waiting for its reply."""
         return request_id in self._waiting
 
+    def _next_id(self) -> str:
+        return f"{self._prefix}-{next(self._ids)}"
+
     async def request(
         self, session: Session, method: str, params: Mapping[str, Any], *, version: str | None = None
     ) -> Mapping[str, Any] | None:
         """The ``result`` of the peer's reply (``None`` for an error reply, end of input or ``close``);
         ``version``: the one the request states for itself (a stateless session has none)."""
-        request_id = f"{self._prefix}-{next(self._ids)}"
+        request_id = session.free_id(self._direction, self._next_id(), self._next_id)  # (a peer's may hold it)
         answer: asyncio.Future[Mapping[str, Any] | None] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = (answer, session)
-        session.expect(self._direction, request_id, method, version=version)
+        session.expect(self._direction, request_id, method, version=version, own=True)
         try:
             await self._write(jsonio.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
             if self._pump is None:

@@ -28,6 +28,7 @@ from ..core.types import (
     ERROR_RESPONSE,
     NOTIFICATION,
     REQUEST,
+    RESPONSE,
     SERVER_TO_CLIENT,
     Direction,
     Frame,
@@ -56,6 +57,7 @@ from .config import GatewayConfig
 from .deadlines import Deadlines
 from .ending import end_pending, expire
 from .held import HeldCalls, Hold, hold_of
+from .own_ids import restored, unique
 from .readiness import Readiness
 from .spans import CallSpans
 from .stateless_hold import can_be_asked
@@ -237,6 +239,7 @@ class GatewaySession:
         return await self._client_refused(frame, verdict, began)
 
     async def _client_frame(self, frame: Frame, message: Message, began: float) -> Handled:
+        frame, message = unique(self.session, CLIENT_TO_SERVER, frame, message)
         cancel = message.kind is NOTIFICATION and message.method == "notifications/cancelled"
         if cancel and not self._cancelled(message):
             if self.events is not None:  # not the client's request to cancel: it goes no further
@@ -260,6 +263,8 @@ class GatewaySession:
         action = self.verdicts.judge(frame, rejection)
         message, reply, handled, span = rejection.message, None, _NOTHING, None
         if action is Action.OBSERVED or action is Action.PASSED:
+            if message is not None:
+                frame, message = unique(self.session, CLIENT_TO_SERVER, frame, message)
             if message is not None and message.kind is REQUEST and message.id is not None and message.method:
                 frame, message, span = self.spans.start(frame, message)
                 handled = await self._relay_request(frame, message)
@@ -304,7 +309,7 @@ class GatewaySession:
         if hold is Hold.BY_GRANT:
             admitted = await self.held.admitted(frame, message)
             if isinstance(admitted, Reply):
-                return Handled(admitted)
+                return Handled(restored(self.session, CLIENT_TO_SERVER, admitted, message.id))
             frame, message = admitted
         assert message.id is not None and message.method is not None  # (a relayed frame's message too)
         self.session.follow(CLIENT_TO_SERVER, message)
@@ -317,7 +322,7 @@ class GatewaySession:
         if hold is Hold.IN_LINE:
             refusal = await self.held.approve(message, self.client.asker(message))
             if refusal is not None:
-                return Handled(refusal)
+                return Handled(restored(self.session, CLIENT_TO_SERVER, refusal, message.id))
         await self._send_request(frame.raw, message)
         return Handled(None, message)
 
@@ -326,6 +331,8 @@ class GatewaySession:
         await self._to_upstream(raw, message)
 
     async def _to_upstream(self, raw: bytes, about: Message | None) -> None:
+        if about is not None and (about.kind is RESPONSE or about.kind is ERROR_RESPONSE):
+            raw = restored(self.session, SERVER_TO_CLIENT, Reply(raw=raw), about.id).to_bytes()
         try:
             await self.upstream.send(raw, about)
         except (ConnectionError, OSError):  # the upstream is gone; its end answers what was pending
@@ -354,9 +361,17 @@ class GatewaySession:
         if refusal is None:
             await self._send_request(raw, message)
         else:
-            await self.client.passed(refusal, Message(ERROR_RESPONSE, message.id, message.method))
+            await self._to_client(refusal, Message(ERROR_RESPONSE, message.id, message.method))
 
     # -- upstream → client ------------------------------------------------------------------------
+
+    async def _to_client(self, reply: Reply, message: Message | None) -> None:
+        """A frame for the client (``message``: what it is, or the reply it stands for): the answer to
+        a request of the client's renamed on its way up goes back under the client's own id."""
+        request_id = None
+        if message is not None and message.kind is not REQUEST and message.kind is not NOTIFICATION:
+            request_id = message.id
+        await self.client.passed(restored(self.session, CLIENT_TO_SERVER, reply, request_id), message)
 
     async def pump_upstream(self) -> None:
         """Every frame the upstream sends, through the chain, until it ends."""
@@ -384,6 +399,7 @@ class GatewaySession:
             self.heard.set()
 
     async def _upstream_frame(self, frame: Frame, message: Message, began: float) -> None:
+        frame, message = unique(self.session, SERVER_TO_CLIENT, frame, message)
         frame = self.ledger.passed(frame, message)
         if self._claimed(message):
             pass  # the reply to a request of the gateway's own: it goes no further
@@ -391,7 +407,7 @@ class GatewaySession:
             if self.held.approved and message.kind is not REQUEST:
                 frame = self.held.continued(frame, message)
             self._track(message)
-            await self.client.passed(_relayed(frame, message), message)
+            await self._to_client(_relayed(frame, message), message)
         if self.events is not None:
             self.events.frame(frame, message, None, began, "relay")
 
@@ -406,16 +422,18 @@ class GatewaySession:
             assert message is not None  # (a routed reply was parsed: it is read as far as its kind)
             self.run.report.frame(SERVER_TO_CLIENT, message.method, message.kind, self.session)
         if action is Action.OBSERVED or action is Action.PASSED:
+            if message is not None:
+                frame, message = unique(self.session, SERVER_TO_CLIENT, frame, message)
             if message is None or not self._claimed(message):
                 self._track(message)
-                await self.client.passed(_relayed(frame, message), message)
+                await self._to_client(_relayed(frame, message), message)
         elif action is Action.ANSWERED:  # the upstream's reply refused: the client is answered in its place
             stands_for, reply = self.verdicts.in_place(frame, rejection)
             if not self._claimed(stands_for):
                 self.deadlines.stop(stands_for.id)
                 if stands_for.id is not None:
                     self.spans.answered(stands_for.id, "answered", error=True)
-                await self.client.passed(reply, stands_for)
+                await self._to_client(reply, stands_for)
         elif action is Action.ENFORCED:  # an invalid request of the upstream's own: it is answered
             reply = render_rejection(rejection, self.run.registry, self.tools, self.session.version)
             if reply is not None:
@@ -437,7 +455,7 @@ class GatewaySession:
         if action is not None:
             assert isinstance(verdict, Rejection)
             self.verdicts.violation(verdict.error.slug, frame, stands_for, verdict.errors, action.value)
-        await self.client.passed(reply, stands_for)
+        await self._to_client(reply, stands_for)
         if self.events is None:
             return
         if action is None:
@@ -481,7 +499,7 @@ class GatewaySession:
         if stands_for.id is not None:
             self.spans.answered(stands_for.id, "timeout", error=True)
         with contextlib.suppress(ConnectionError, OSError):
-            await self.client.passed(answer, stands_for)
+            await self._to_client(answer, stands_for)
         await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -500,7 +518,7 @@ class GatewaySession:
             await self._to_upstream(jsonio.dumps(cancel.document), cancel.message)
         with contextlib.suppress(ConnectionError, OSError):
             for stands_for, answer in answers:
-                await self.client.passed(answer, stands_for)
+                await self._to_client(answer, stands_for)
 
     async def close_upstream(self, closing: asyncio.Future[int | None] | None = None) -> int | None:
         """Stop the upstream (or wait for the stop under way) and the session's own tasks."""

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import queue
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +74,61 @@ class Peer:
     def finish(self) -> tuple[int, str]:
         _, stderr = self.process.communicate(b"", timeout=WAIT)
         return self.process.returncode, stderr.decode()
+
+
+class Lines:
+    """A gateway over STDIO driven by raw lines, several requests in flight at once: what it writes is
+    read as it comes (a thread), each frame awaited within ``WAIT``."""
+
+    def __init__(self, tmp_path: Path, *arguments: str) -> None:
+        command = [sys.executable, "-m", "mcp_server", "gateway", *arguments]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
+        )
+        self._frames: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._frames.put(json.loads(line))
+        self._frames.put(None)  # the end of its output
+
+    def send(self, *frames: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"".join(json.dumps(frame).encode() + b"\n" for frame in frames))
+        self.process.stdin.flush()
+
+    def read(self) -> dict[str, Any]:
+        """The next frame the gateway writes; the test fails when none comes within ``WAIT``."""
+        try:
+            frame = self._frames.get(timeout=WAIT)
+        except queue.Empty:
+            raise AssertionError("the gateway answered nothing in time") from None
+        assert frame is not None, "the gateway closed its output"
+        return frame
+
+    def reply_to(self, *ids: int | str) -> dict[str, Any]:
+        """The first reply to one of ``ids`` (what comes meanwhile, notifications, is skipped)."""
+        while True:
+            frame = self.read()
+            if "method" not in frame and frame.get("id") in ids:
+                return frame
+
+    def close(self) -> list[dict[str, Any]]:
+        """End its input; every frame it still writes before it exits (within ``WAIT``)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.close()
+        rest = []
+        while (frame := self._frames.get(timeout=WAIT)) is not None:
+            rest.append(frame)
+        self.process.wait(WAIT)
+        self.process.stdout.close()
+        return rest
 
 
 def report_of(tmp_path: Path) -> dict[str, Any]:

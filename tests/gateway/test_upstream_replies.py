@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import selectors
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +18,7 @@ from ..conftest import initialize_frame, server_env
 from ..node_tools import SERVER_EVERYTHING, node_command
 from ..processes import free_port, running
 from .conformance import gateway
+from .gateways import Lines
 
 WAIT = 30.0
 DISCOVER = {
@@ -46,52 +43,6 @@ def everything_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = server_env(tmp_path_factory.mktemp("everything"), PORT=str(port))
     with running(command, f"http://127.0.0.1:{port}/mcp", env) as url:
         yield url
-
-
-class Lines:
-    """A gateway over STDIO, driven by raw lines; each reply read within a bounded wait."""
-
-    def __init__(self, tmp_path: Path, *arguments: str) -> None:
-        command = [sys.executable, "-m", "mcp_server", "gateway", *arguments]
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=server_env(tmp_path, MCP_RUNS_DIR=str(tmp_path / "runs")),
-        )
-        self.selector = selectors.DefaultSelector()
-        assert self.process.stdout is not None
-        self.selector.register(self.process.stdout, selectors.EVENT_READ)
-
-    def send(self, *frames: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"".join(json.dumps(frame).encode() + b"\n" for frame in frames))
-        self.process.stdin.flush()
-
-    def read(self) -> dict[str, Any]:
-        """The next frame the gateway writes; the test fails when none comes within ``WAIT``."""
-        assert self.process.stdout is not None
-        deadline = time.monotonic() + WAIT
-        while not self.selector.select(timeout=max(0.0, deadline - time.monotonic())):
-            assert time.monotonic() < deadline, "the gateway answered nothing in time"
-        line = self.process.stdout.readline()
-        assert line, "the gateway closed its output"
-        return dict(json.loads(line))
-
-    def reply_to(self, *ids: int) -> dict[str, Any]:
-        """The first reply to one of ``ids`` (what comes meanwhile, notifications, is skipped)."""
-        while True:
-            frame = self.read()
-            if "method" not in frame and frame.get("id") in ids:
-                return frame
-
-    def close(self) -> None:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.close()
-        self.process.wait(WAIT)
-        self.selector.close()
-        self.process.stdout.close()
 
 
 @pytest.mark.parametrize("mode", ["enforce", "observe"])

@@ -692,13 +692,14 @@ def _read(raw: bytes, document: Any) -> tuple[Message, dict[str, Any]] | None:
 def _member_id(member: Member, client_id: RequestId) -> RequestId:
     """The id a client's request goes to ``member`` under: the client's own (its reply then goes
     back as it came), unless a request of that id waits there (the aggregate's own, or a routed
-    one of the client's not answered yet): one of its own."""
+    one of the client's not answered yet, booked in ``calls`` alone): one of its own. The server's
+    session's rule for every id in flight (ADR 43)."""
     assert member.side is not None
-    pending = member.side.session.peek
-    member_id, calls = client_id, member.calls
-    while member_id in calls or pending(CLIENT_TO_SERVER, member_id) is not None:
-        member_id = f"aggregate-{member.index}-client-{next(member.ids)}"
-    return member_id
+
+    def fresh() -> str:
+        return f"aggregate-{member.index}-client-{next(member.ids)}"
+
+    return member.side.session.free_id(CLIENT_TO_SERVER, client_id, fresh, member.calls)
 
 
 def _booked(member: Member, member_id: RequestId, call: Call) -> Session:
