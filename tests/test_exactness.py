@@ -149,15 +149,23 @@ def test_the_chain_gives_the_official_schemas_verdict_on_every_frame_of_the_corp
     assert wrong == {}, "\n".join(examples)
 
 
-# --- Deep nesting: a catalogued answer at every depth the parser reads, never -32603 ----------------
+# --- Deep nesting: a catalogued answer at every depth, never -32603 ------------------------------------
 
 DEPTH = 1_000
-"""Under the parser's limit (1,024 levels), far over what is written back (``jsonio.MAX_DEPTH``)."""
+"""Far over what the reader takes (``jsonio.MAX_READ_DEPTH``) and what is written back (``jsonio.MAX_DEPTH``)."""
 
 
 def nested(depth: int, leaf: Any = 1) -> bytes:
     """An array nested ``depth`` levels deep, as JSON text (the standard library cannot write one)."""
     return b"[" * depth + jsonio.dumps(leaf) + b"]" * depth
+
+
+def nested_objects(depth: int, leaf: Any) -> Any:
+    """``{"a": {"a": … leaf}}``, ``depth`` objects deep, built in Python."""
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
 
 
 def tool_call(request_id: int, name: str, arguments: bytes) -> bytes:
@@ -168,11 +176,20 @@ def tool_call(request_id: int, name: str, arguments: bytes) -> bytes:
     )
 
 
+def nested_value(depth: int, leaf: Any = 1) -> Any:
+    """The same, as a Python value built without reading it (what a library caller can hand over)."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def test_every_tool_answers_a_1000_deep_document_with_a_catalogued_result_never_an_internal_error(
     tmp_path: Path,
 ) -> None:
-    """Issue 24: validate_asset, validate_many, diff_assets and get_example refuse a document nested
-    1,000 deep with ``too_deep``; the chain lists a deep frame's violation; no -32603, no traceback."""
+    """Issues 24 and 41: a frame nested 1,000 deep is answered ``nested_too_deep`` by its id (the
+    reader's limit, with the limit in ``data``); an example file that deep is ``too_deep``; no
+    -32603, no traceback."""
     examples = tmp_path / "examples"
     examples.mkdir()
     (examples / "TextContent.deep.json").write_bytes(nested(DEPTH))
@@ -187,24 +204,25 @@ def test_every_tool_answers_a_1000_deep_document_with_a_catalogued_result_never_
         b'{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":%s}}' % nested(DEPTH - 3),
     ]
     stderr = tmp_path / "stderr"
-    replies = [r.reply for r in replay_stdio(tmp_path, frames, stderr_path=stderr, SYN_EXAMPLES_DIR=str(examples))]
-    results = {reply["id"]: reply["result"]["structuredContent"] for reply in replies[2:6]}
-    assert {results[i]["reason"] for i in (1, 3, 4)} == {"too_deep"}
-    assert results[2]["ok"] is True and results[2]["results"][0]["ok"] is False
-    assert member_of(replies[6]) is CanonicalError.INVALID_PARAMS
-    assert replies[6]["error"]["data"]["errors"][0]["rule"] == "too_deep"
+    replayed = replay_stdio(tmp_path, frames, stderr_path=stderr, SYN_EXAMPLES_DIR=str(examples))
+    replies = {r.reply["id"]: r.reply for r in replayed if r.reply is not None}
+    for refused in (1, 2, 3, 5):
+        assert member_of(replies[refused]) is CanonicalError.NESTED_TOO_DEEP, replies[refused]
+        assert replies[refused]["error"]["data"]["limit"] == jsonio.MAX_READ_DEPTH
+    assert replies[4]["result"]["structuredContent"]["reason"] == "too_deep"
     assert "Traceback" not in stderr.read_text()
 
 
 def test_check_and_the_library_answer_a_1000_deep_frame_with_a_violation_not_a_crash(
     tmp_path: Path, registry: SchemaRegistry
 ) -> None:
-    """Issue 24: ``mcp-server check`` and the validators list a ``too_deep`` violation, never -32603."""
+    """Issues 24 and 41: ``mcp-server check`` names a frame nested deeper than the reader goes at its
+    line; the validators given such a value built in Python list a ``too_deep`` violation, never -32603."""
     deep_frame = b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":%s}}' % nested(DEPTH)
     deep_tool = b'{"name":"t","inputSchema":{"type":"object","x-deep":%s}}' % nested(DEPTH - 5)
     listed = [
         b'{"jsonrpc":"2.0","id":3,"method":"tools/list"}',
-        b'{"jsonrpc":"2.0","id":3,"result":{"tools":[%s]}}' % deep_tool,  # the gateway's tool pinning, too
+        b'{"jsonrpc":"2.0","id":3,"result":{"tools":[%s]}}' % deep_tool,
     ]
     capture = tmp_path / "capture.ndjson"
     capture.write_bytes(b"\n".join([*(jsonio.dumps(f) for f in handshake("2025-06-18")), deep_frame, *listed]) + b"\n")
@@ -216,13 +234,14 @@ def test_check_and_the_library_answer_a_1000_deep_frame_with_a_violation_not_a_c
     )
     assert run.returncode == 1, run.stderr.decode()
     document = json.loads(run.stdout)
-    assert document["violations"] == {"invalid_params": 1, "invalid_tool_schema": 1}
+    assert document["violations"] == {"nested_too_deep": 2}
     assert "Traceback" not in run.stderr.decode()
-    verdict = validate_message(jsonio.loads(deep_frame), version="2025-06-18", registry=registry)
+    frame = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": nested_value(DEPTH)}}
+    verdict = validate_message(frame, version="2025-06-18", registry=registry)
     assert verdict.reason == "invalid_params" and verdict.details["errors"][0]["rule"] == "too_deep"
-    definition = validate_definition("TextContent", jsonio.loads(nested(DEPTH)), registry=registry)
+    definition = validate_definition("TextContent", nested_value(DEPTH), registry=registry)
     assert definition.reason == "schema_violation" and definition.details["errors"][0]["rule"] == "too_deep"
-    base, new = (jsonio.loads(b'{"a":' * DEPTH + leaf + b"}" * DEPTH) for leaf in (b"1", b"2"))
+    base, new = (nested_objects(DEPTH, leaf) for leaf in (1, 2))
     assert diff_documents(base, new) == [{"op": "replace", "path": "/a" * DEPTH, "value": 2}]
 
 

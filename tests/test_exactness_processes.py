@@ -50,6 +50,15 @@ SCHEMA_REFUSALS = frozenset(
 SCRIPTED = [sys.executable, str(ROOT / "tests" / "upstreams" / "scripted_server.py")]
 
 
+def fresh_id(case: Case, request_id: str) -> Case:
+    """``case`` under ``request_id`` where it has an id of a valid type (one that is no id keeps it):
+    each request its own id, as ADR 43 asks of a sender, whatever the mutation did to the rest."""
+    frame = case.frame
+    if not isinstance(frame, dict) or type(frame.get("id")) not in (str, int):
+        return case
+    return Case(case.version, case.direction, {**frame, "id": request_id}, case.answers, case.origin)
+
+
 def kind_of(frame: Any) -> str:
     if "method" in frame:
         return "request" if "id" in frame else "notification"
@@ -198,10 +207,8 @@ class Steps:
         kind = kind_of(base.frame)
         steps: list[tuple[dict[str, Any] | bytes, Any]] = []
         if base.direction == C2S and kind in ("request", "notification"):
-            frame = dict(case.frame) if isinstance(case.frame, dict) else case.frame
-            if isinstance(frame, dict) and frame.get("id") == ID:
-                frame["id"] = f"client-{i}"
-                case = Case(case.version, case.direction, frame, case.answers, case.origin)
+            case = fresh_id(case, f"client-{i}")
+            frame = case.frame
             if isinstance(frame, dict) and isinstance(frame.get("method"), str) and "id" in frame:
                 answered = self.valid.get((S2C, "response", frame["method"]))
                 if answered is not None:
@@ -212,6 +219,7 @@ class Steps:
             self.script.append((f"asked-{i}", [{**case.frame, "id": f"asked-{i}"}]))
             case = Case(case.version, case.direction, {**case.frame, "id": f"asked-{i}"}, case.answers, case.origin)
         elif base.direction == S2C:
+            case = fresh_id(case, f"server-{i}")  # (nobody answers it: an id of its own, not one in flight)
             self.script.append((f"trigger-{i}", [case.frame, self._trigger_reply(i)]))
             steps.append((self._trigger(i), f"trigger-{i}"))
         else:  # the client's response to a request of the upstream's
@@ -331,8 +339,14 @@ def capture_lines(spec: SpecSchema, pairs: Sequence[tuple[Case, Case]]) -> list[
         case = disarm(case, f"tool{i}")
         if case.answers is not None:
             asked = requests[(OPPOSITE[case.direction], case.answers)]
-            frame = {**asked.frame, "id": case.frame.get("id", ID)}
+            # Each request its own id: an answer under the oracle's id answers its own request; one its
+            # mutation left without an id, or gave another, answers none or that one, as before.
+            if case.frame.get("id") == ID:
+                case = fresh_id(case, f"asked-{i}")
+            frame = {**asked.frame, "id": case.frame.get("id", f"asked-{i}")}
             lines.append(json.dumps({"direction": asked.direction, "frame": frame}).encode())
+        else:
+            case = fresh_id(case, f"case-{i}")  # (a request nobody answers: an id of its own)
         lines.append(json.dumps({"direction": case.direction, "frame": case.frame}).encode())
     return lines
 

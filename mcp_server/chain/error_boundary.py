@@ -15,7 +15,7 @@ from ..core import jsonio
 from ..core.errors import CanonicalError, Plane, Rejection
 from ..core.replies import error_reply
 from ..core.types import MessageKind, Reply
-from ..registry.schemas import SchemaRegistry, Validator
+from ..registry.schemas import SchemaRegistry, Validator, accepts
 from ..registry.versions import is_at_least
 from .schema_check import ToolSchemas, own_tool
 
@@ -39,7 +39,7 @@ def tool_error_result(
         "content": [{"type": "text", "text": jsonio.dumps(data).decode()}],
         "isError": True,
     }
-    if protocol.structured_tool_results and (output is None or output.is_valid(data)):
+    if protocol.structured_tool_results and (output is None or accepts(output, data)):
         result["structuredContent"] = dict(data)
     if "resultType" in protocol.result_required("tools/call"):
         result["resultType"] = "complete"

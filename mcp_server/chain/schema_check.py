@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Protocol
 
+from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
 from ..core.session import Session
 from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Direction, Frame, Message
-from ..registry.schemas import ProtocolSchema, SchemaRegistry, ToolIO, Validator, violations
+from ..registry.schemas import ProtocolSchema, SchemaRegistry, ToolIO, Validator, accepts, violations
 from ..registry.versions import reply_version, resolve_version, stateless_version
 from .stage import Document, Doubt, FastCheck, Id, Inspection, Kind, Name, Params
 
@@ -24,12 +25,16 @@ __all__ = [
     "ToolSchemas",
     "check_message",
     "check_tool_output",
+    "exact_reading",
     "governing_version",
     "own_tool",
     "tool_input",
 ]
 
 Tables = dict[str, dict[str, Validator]]  # version → method → validator
+Exact = Callable[[], Mapping[str, Any] | None] | None
+"""The frame read again by its exact decimals, on demand; it says ``None`` when the frame holds no
+number its double does not read exactly (then the values as read are exact)."""
 
 _NO_ARGUMENTS: dict[str, Any] = {}  # a call without arguments is checked as {} (read, never written)
 _EXEMPT: Any = object()  # a tool result its outputSchema does not apply to
@@ -83,8 +88,9 @@ def _tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> Any:
     return result["structuredContent"]
 
 
-def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
-    """A tool result against the tool's output schema (``_tool_output`` says what applies)."""
+def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any], exact: Exact = None) -> None:
+    """A tool result against the tool's output schema (``_tool_output`` says what applies); ``exact``:
+    the whole frame read by its exact decimals, where a number must be judged so (``violations``)."""
     structured = _tool_output(tool_io, result)
     if structured is _EXEMPT:
         return
@@ -94,7 +100,12 @@ def check_tool_output(tool_io: ToolIO, result: Mapping[str, Any]) -> None:
             [{"path": "/result/structuredContent", "msg": "required by the tool's outputSchema"}],
         )
     assert tool_io.output is not None
-    found = violations(tool_io.output, structured, prefix="/result/structuredContent")
+    found = violations(
+        tool_io.output,
+        structured,
+        prefix="/result/structuredContent",
+        exact=None if exact is None else lambda: _at(exact(), "result", "structuredContent"),
+    )
     if found:
         raise Rejection(CanonicalError.INVALID_TOOL_OUTPUT, found)
 
@@ -129,32 +140,35 @@ def check_message(
     direction: Direction,
     session: Session,
     tools: ToolSchemas | None = None,
+    exact: Exact = None,
 ) -> None:
     """Validate one classified message against the schema of ``version``.
 
     Raises ``Rejection``: -32601 for a method the version does not define, -32602 listing
     every violation (absolute RFC 6901 paths into the frame, sorted by path then msg) of the frame
     against its JSON-RPC message definition and its own (one compiled validator per frame type).
+    ``exact``: the frame read again by its exact decimals (``jsonio.loads_exact``), for a number that
+    sits on a value a schema compares it to (``registry/exact_numbers.py``).
     """
     protocol = registry.protocol(version)
     if message.kind is REQUEST or message.kind is NOTIFICATION:
-        _check_request(registry, protocol, document, message, direction, tools)
+        _check_request(registry, protocol, document, message, direction, tools, exact)
         return
     if message.id is None:  # an error response to a frame whose id could not be read
-        found = violations(protocol.envelope_validator(protocol.error_response_def), document)
+        found = violations(protocol.envelope_validator(protocol.error_response_def), document, exact=exact)
     else:
         pending = session.peek(direction.opposite, message.id)
         if pending is None:
             raise Rejection(CanonicalError.UNKNOWN_RESPONSE_ID, [{"path": "/id", "msg": "unknown_response_id"}])
         if message.kind is ERROR_RESPONSE:
-            found = violations(protocol.envelope_validator(protocol.error_response_def), document)
+            found = violations(protocol.envelope_validator(protocol.error_response_def), document, exact=exact)
         else:
             validator = protocol.result_validator(pending.method)
-            found = [] if validator is None else violations(validator, document)
+            found = [] if validator is None else violations(validator, document, exact=exact)
             tool = pending.tool
             tool_io = tools.io(tool) if tools is not None and tool is not None else None
             if not found and tool_io is not None and protocol.structured_tool_results:
-                check_tool_output(tool_io, document["result"])
+                check_tool_output(tool_io, document["result"], exact)
     if found:
         raise _invalid(found)
 
@@ -166,6 +180,7 @@ def _check_request(
     message: Message,
     direction: Direction,
     tools: ToolSchemas | None,
+    exact: Exact,
 ) -> None:
     """A request or notification: its own tool's input, or the version's definition of its method
     (and, for a ``tools/call`` of a tool known, the tool's input)."""
@@ -178,7 +193,7 @@ def _check_request(
             validator = protocol.notification_validator(direction, message.method)
         if validator is None:
             raise Rejection(CanonicalError.METHOD_NOT_FOUND, [{"path": "/method", "msg": "method_not_found"}])
-        found = violations(validator, document)
+        found = violations(validator, document, exact=exact)
         if found:
             raise _invalid(found, _bad_meta(protocol, message) if message.kind is REQUEST else False)
         if message.method != "tools/call" or tools is None:
@@ -188,9 +203,33 @@ def _check_request(
         if tool_io is None:
             return
     # pointers into the arguments: equal for both entry styles
-    found = violations(tool_io.input, tool_input(message.method, message.params))
+    exact_input = None if exact is None else lambda: _at(exact(), "params", then=partial(tool_input, message.method))
+    found = violations(tool_io.input, tool_input(message.method, message.params), exact=exact_input)
     if found:
         raise Rejection(CanonicalError.INVALID_TOOL_INPUT, found)
+
+
+def exact_reading(raw: bytes) -> Callable[[], Mapping[str, Any] | None]:
+    """``raw`` read by its exact decimals, once, when first asked for (most frames never are); ``None``
+    when it holds no number its double does not read exactly (``jsonio.says_more_than_doubles``)."""
+    read: list[Mapping[str, Any] | None] = []
+
+    def exactly() -> Mapping[str, Any] | None:
+        if not read:
+            read.append(jsonio.loads_exact(raw) if jsonio.says_more_than_doubles(raw) else None)
+        return read[0]
+
+    return exactly
+
+
+def _at(document: Mapping[str, Any] | None, *keys: str, then: Callable[[Any], Any] | None = None) -> Any:
+    """``document[key]…`` (``None`` stays ``None``: the frame's values as read are exact), then ``then``."""
+    if document is None:
+        return None
+    value: Any = document
+    for key in keys:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value if then is None else then(value)
 
 
 def _invalid(found: list[dict[str, Any]], bad_meta: bool = False) -> Rejection:
@@ -206,7 +245,7 @@ def _bad_meta(protocol: ProtocolSchema, message: Message) -> bool:
     if not protocol.stateless:
         return False
     meta = message.params.get("_meta") if isinstance(message.params, Mapping) else None
-    return meta is None or not protocol.definition_validator("RequestMetaObject").is_valid(meta)
+    return meta is None or not accepts(protocol.definition_validator("RequestMetaObject"), meta)
 
 
 class SchemaCheck:
@@ -248,6 +287,7 @@ class SchemaCheck:
                 direction=direction,
                 session=session,
                 tools=self.tools,
+                exact=exact_reading(inspection.frame.raw),
             )
         except Rejection as rejection:
             rejection.message = message

@@ -15,7 +15,7 @@ from ..core.settings import DEFAULT_MAX_FRAME_BYTES
 from ..core.types import ERROR_RESPONSE, NOTIFICATION, REQUEST, RESPONSE, Frame, Message
 from .stage import Document, Doubt, FastCheck, Id, Inspection, Kind, Name, Params
 
-__all__ = ["SizeGuard", "check_size", "oversized"]
+__all__ = ["SizeGuard", "check_size", "oversized", "told_by_its_ends"]
 
 
 def check_size(size: int, limit: int) -> None:
@@ -27,21 +27,29 @@ def check_size(size: int, limit: int) -> None:
 def oversized(frame: Frame, size: int, limit: int) -> Rejection:
     """The refusal of ``frame`` (``size`` bytes, over ``limit``), with what it was as far as known."""
     rejection = Rejection(CanonicalError.PAYLOAD_TOO_LARGE, extra={"size": size, "limit": limit})
+    rejection.message = told_by_its_ends(frame, size)
+    return rejection
+
+
+def told_by_its_ends(frame: Frame, size: int) -> Message | None:
+    """What ``frame`` was as far as its top-level members at its two ends tell (a frame refused
+    before it was read whole): a request by its id, a reply naming the request it answers (an id
+    named twice with two values is no id)."""
     found = recover(frame.raw, size)
     members, session = found.members, frame.session
+    request_id = found.id
     if "method" in members:
         kind = REQUEST if "id" in members else NOTIFICATION
-        rejection.message = Message(kind, found.id, found.method, version=session.version)
-    elif ("result" in members or "error" in members) and found.id is not None:
+        return Message(kind, request_id, found.method, version=session.version)
+    if ("result" in members or "error" in members) and request_id is not None:
         # A reply is a reply even refused: named as the answer to its request, which then waits no more.
-        pending = session.peek(frame.direction.opposite, found.id)
+        pending = session.peek(frame.direction.opposite, request_id)
         kind = ERROR_RESPONSE if "error" in members else RESPONSE
         if pending is None:
-            rejection.message = Message(kind, found.id, version=session.version)
-        else:
-            version = session.version or pending.version
-            rejection.message = Message(kind, found.id, pending.method, version=version, tool=pending.tool)
-    return rejection
+            return Message(kind, request_id, version=session.version)
+        version = session.version or pending.version
+        return Message(kind, request_id, pending.method, version=version, tool=pending.tool)
+    return None
 
 
 class SizeGuard:

@@ -179,11 +179,11 @@ def run(args: argparse.Namespace, command: list[str], environ: Mapping[str, str]
 
 def _parse(raw: bytes, path: Path) -> Any:
     try:
-        return jsonio.loads_unique(raw)  # a key given twice: one of the two would be lost in the rewrite
-    except jsonio.JSONSyntaxError as exc:
-        raise SetupError(f"{path} is not valid JSON (comments are not supported): {exc}") from None
+        return jsonio.loads(raw)  # (a key given twice is refused: one of the two would be lost in the rewrite)
     except jsonio.DuplicateKeyError as exc:
         raise SetupError(f"{path}: {exc}; it is left as it is") from None
+    except jsonio.JSONSyntaxError as exc:
+        raise SetupError(f"{path} is not valid JSON (comments are not supported): {exc}") from None
 
 
 def _rendered(document: Any) -> bytes:

@@ -67,6 +67,9 @@ class CanonicalError(Enum):
     INVALID_TOOL_OUTPUT = (-32603, 502, "Invalid tool output", "validation_failed")
     # Frames a peer sent that break the session's own bookkeeping.
     UNKNOWN_RESPONSE_ID = (-32600, 400, "Response to an unknown request id", "validation_failed")
+    # JSON-RPC 2.0 §4: a response is matched to its request by id, so a peer's second request under
+    # an id its first still waits on could not be told from it; ``data.id`` names the id (ADR 43).
+    DUPLICATE_REQUEST_ID = (-32600, 400, "Request id already in flight", "invalid_state")
     # Gateway: what the upstream did, reported to the client in its place.
     UPSTREAM_INVALID_REPLY = (-32603, 502, "Upstream reply violates the MCP schema", "validation_failed")
     UPSTREAM_UNAVAILABLE = (-32603, 503, "Upstream unavailable", "upstream_unavailable")
@@ -122,6 +125,11 @@ class CanonicalError(Enum):
     # Gateway in front of many servers (issue 33): a resource URI none of its servers lists or matches
     # (MCP server/resources, "Error Handling": resource not found is -32002).
     RESOURCE_NOT_FOUND = (-32002, 404, "Resource not found", "not_found")
+    # Issue 41, one reading (ADR 40): JSON that reads, but not as one document for every parser. A member
+    # named twice in one object (I-JSON, RFC 7493 §2.3; ``data.errors[0].path`` points at it) or a nesting
+    # deeper than the reader goes (``data.limit``): invalid requests, refused as sent like a parse error.
+    DUPLICATE_MEMBER_NAME = (-32600, 400, "A member name appears twice in one object", "validation_failed")
+    NESTED_TOO_DEEP = (-32600, 400, "Nested deeper than the frame limit allows", "too_large")
 
     def __init__(
         self,
@@ -189,6 +197,8 @@ HTTP_REFUSALS = frozenset(
     {
         CanonicalError.PARSE_ERROR,
         CanonicalError.INVALID_ENVELOPE,
+        CanonicalError.DUPLICATE_MEMBER_NAME,
+        CanonicalError.NESTED_TOO_DEEP,
         CanonicalError.PAYLOAD_TOO_LARGE,
         CanonicalError.NOT_INITIALIZED,
         CanonicalError.HEADER_MISMATCH,

@@ -58,9 +58,19 @@ def recover(raw: bytes, size: int) -> Recovered:
         _forwards(raw[:HEAD_BYTES], found)
         _backwards(raw[HEAD_BYTES:], found)
     request_id, method = found.get("id"), found.get("method")
-    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+    if request_id is _TWICE or isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
     return Recovered(frozenset(found), request_id, method if isinstance(method, str) else None)
+
+
+_TWICE: Any = object()  # a member named twice with two values: neither is its value
+
+
+def _keep(found: dict[str, Any], key: str, value: Any) -> None:
+    """``value`` of ``key``, unless the frame names ``key`` twice with another value: then none."""
+    if key in found and found[key] != value:
+        value = _TWICE
+    found[key] = value
 
 
 def _space(data: bytes, at: int) -> int:
@@ -90,7 +100,7 @@ def _forwards(data: bytes, found: dict[str, Any]) -> None:
                 found.setdefault(key, None)  # the member is there, even if its value runs past the head
             at = _skip_value(data, start)
             if key in _WANTED:
-                found.setdefault(key, _scalar(data[start:at]))
+                _keep(found, key, _scalar(data[start:at]))
             at = _space(data, at)
             if data[at : at + 1] != b",":
                 return
@@ -153,7 +163,10 @@ def _backwards(data: bytes, found: dict[str, Any]) -> None:
                 return
             key_start = _string_start(data, key_end - 1)
             key = jsonio.loads(data[key_start:key_end])
-            found.setdefault(key, _scalar(data[start:end]) if key in _WANTED else None)
+            if key in _WANTED:
+                _keep(found, key, _scalar(data[start:end]))
+            else:
+                found.setdefault(key, None)
             at = _space_back(data, key_start)
             if data[at - 1 : at] != b",":
                 return

@@ -46,6 +46,8 @@ class Attempt:
     definitions: list[Mapping[str, Any]] = field(default_factory=list)  # the tools, whole, as listed
     server: str | None = None  # the upstream's ``serverInfo.name``
     unauthorized: str | None = None  # the upstream refused the credentials: what it said (issue 31)
+    session: str | None = None  # its gateway session's id: its section of the report
+    unread: str | None = None  # a reply that reads as no one document (a member named twice): why
 
 
 @dataclass(slots=True)
@@ -97,9 +99,12 @@ class _Client:
 
     async def passed(self, reply: Reply, message: Message | None) -> None:
         self.attempt.heard = True
-        document = message.document if message is not None and message.document is not None else None
-        if document is None:
-            document = jsonio.loads(reply.to_bytes())
+        try:  # read as a client reads it (observe mode relays a reply that names a member twice)
+            document: Any = jsonio.loads(reply.to_bytes())
+        except jsonio.JSONSyntaxError as exc:  # no reply to learn from; the finding is the ledger's
+            self.attempt.unread = str(exc)
+            request_id = None if message is None else message.id
+            document = {"id": request_id, "error": {"code": None, "message": f"an unreadable reply: {exc}"}}
         error = document.get("error") if isinstance(document, Mapping) else None
         if isinstance(error, Mapping):
             self.attempt.refusal = f"{error.get('code')} {error.get('message')}"
@@ -143,6 +148,7 @@ async def _try(gateway: Gateway, version: str) -> Attempt:
     client = _Client(attempt)
     session = GatewaySession(gateway.run, gateway.new_upstream(), lambda _: client, transport="doctor")
     client.gateway = session
+    attempt.session = session.session.id
     await session.start()  # a command that cannot start is a SetupError here
     pumping = asyncio.ensure_future(session.pump_upstream())
     try:
@@ -289,11 +295,19 @@ def render_verdict(findings: Findings, *, behind: str) -> str:
 def findings_document(findings: Findings) -> dict[str, Any]:
     """The verdict for programs (``--format json``): each version tried, the tools, the violations."""
     report = findings.report
+    # Each version's own violations: its session's section of the report (ADR 42).
+    found = {entry.get("id"): entry.get("violations", {}) for entry in report.get("sessions", [])}
     return {
         "ok": findings.ok,
         "upstream": findings.upstream,
         "versions": [
-            {"version": a.version, "accepted": a.accepted, "answered": a.answered, "tools": a.tools}
+            {
+                "version": a.version,
+                "accepted": a.accepted,
+                "answered": a.answered,
+                "tools": a.tools,
+                "violations": found.get(a.session, {}),
+            }
             for a in findings.attempts
         ],
         "accepted": findings.accepted,

@@ -22,7 +22,8 @@ __all__ = ["run_lock"]
 
 def run_lock(gateway: Gateway, *, url: str | None, output: Path, server: str | None, timeout: float) -> int:
     """Lock the upstream's tools in ``output`` (each request waits ``timeout`` seconds at most):
-    exit 0 once written, 1 when the upstream accepted no version; a lockfile already at ``output``
+    exit 0 once written, 1 when the upstream accepted no version or listed its tools in a reply that
+    reads as two documents (a member named twice, ADR 40); a lockfile already at ``output``
     that is not a sound one is a ``SetupError`` (exit 2), and is left as it is."""
     if timeout <= 0:
         raise SetupError("--timeout must be positive")
@@ -34,6 +35,9 @@ def run_lock(gateway: Gateway, *, url: str | None, output: Path, server: str | N
     accepted = next((attempt for attempt in findings.attempts if attempt.accepted), None)
     if accepted is None:
         sys.stderr.write(f"mcp:error reason=not_locked detail={findings.upstream} accepted no protocol version\n")
+        return 1
+    if accepted.unread is not None:  # what it listed reads as two documents: neither is pinned (ADR 40)
+        sys.stderr.write(f"mcp:error reason=not_locked detail={findings.upstream}: {accepted.unread}\n")
         return 1
     name = server or accepted.server
     if name is None:

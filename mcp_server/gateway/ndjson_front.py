@@ -90,6 +90,8 @@ class NdjsonClient:
         upstream_task = asyncio.ensure_future(gateway.pump_upstream())
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({client_task, upstream_task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        _said(client_task, "client")
+        _said(upstream_task, "upstream")
         gone = upstream_task.done() and not client_task.done()
         if gone:  # nobody will answer what the client waits for
             await gateway.settle_all("upstream_gone", upstream_alive=False)
@@ -130,6 +132,13 @@ class NdjsonClient:
                 {waiting, upstream_task, stopping}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
             )
             waiting.cancel()
+
+
+def _said(task: asyncio.Future[Any], side: str) -> None:
+    """A side's loop that ended on a fault of the gateway's own: said on stderr with its traceback
+    (never on the wire), not taken for that side's end of input."""
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        log.error("gateway: the %s side's loop ended on an internal error", side, exc_info=task.exception())
 
 
 async def run_stdio(

@@ -12,10 +12,11 @@ from ..chain.compose import Chain, build_chain
 from ..chain.error_boundary import contain
 from ..chain.policy_check import PolicyCheck
 from ..core.errors import Rejection
-from ..core.session import Session
+from ..core.session import Session, duplicate_request
 from ..core.types import (
     CLIENT_TO_SERVER,
     REQUEST,
+    RESPONSE,
     SERVER_TO_CLIENT,
     Direction,
     Frame,
@@ -99,7 +100,9 @@ class Ledger:
 
     def check(self, frame: Frame, document: dict[str, Any] | None = None) -> Message | Rejection:
         """The chain's verdict on ``frame`` (``document``: the frame already parsed, as ``check`` reads
-        it); a reply read as the answer to a waiting request, valid or refused, settles it."""
+        it); a reply read as the answer to a waiting request, valid or refused, settles it (an
+        ``initialize`` reply, the session's version with it); a request under an id its sender's
+        earlier one still waits on is refused (``DUPLICATE_REQUEST_ID``, ADR 43)."""
         chain: Chain = self.chains[frame.direction]
         try:
             verdict: Message | Rejection = (
@@ -107,7 +110,18 @@ class Ledger:
             )
         except Exception as failure:
             verdict = contain(failure)
-        self.session.answered(frame.direction, verdict if isinstance(verdict, Message) else verdict.message)
+        read = verdict if isinstance(verdict, Message) else verdict.message
+        request = self.session.answered(frame.direction, read)
+        if request is not None and request.method == "initialize" and read is not None and read.kind is RESPONSE:
+            # Valid or refused, the reply says the version the session goes on at (ADR 42).
+            self.verdicts.handshake(frame, read, request.version)
+        if (
+            read is not None
+            and read.kind is REQUEST
+            and read.id is not None
+            and self.session.in_flight(frame.direction, read.id)
+        ):
+            return duplicate_request(read.id, read)  # its reply could not be told from the first's (ADR 43)
         return verdict
 
     def judge(self, frame: Frame, rejection: Rejection) -> Action:

@@ -1,5 +1,6 @@
 """What becomes of a frame the chain refused (enforce or observe, per direction and tool), and what
-a passing frame teaches the session (the negotiated version, the upstream's tools, cancellations).
+a frame teaches the session (the version an ``initialize`` reply answered, valid or not; the
+upstream's tools and cancellations, from what passes).
 
 Decisions and bookkeeping only, no I/O: the gateway session and ``check`` carry them out. A
 violation is counted in the report (and, with a log, an event) once, here.
@@ -33,6 +34,7 @@ from ..observe.report import ConformanceReport
 from ..registry.lockfile import REMOVED, RENAMED, LockCheck
 from ..registry.schemas import SchemaRegistry
 from ..registry.tools import UpstreamTools
+from ..registry.versions import answered_version
 from .modes import INVALID_TOOL_SCHEMA, TOOL_DEFINITION_CHANGED, Mode, Modes
 
 __all__ = ["POLLUTION", "Action", "Verdicts", "answer_in_place", "emit", "patch_errors", "refused_reply"]
@@ -42,7 +44,6 @@ log = logging.getLogger("mcp_server.gateway")
 POLLUTION = "upstream_stdout_pollution"
 # What the upstream wrote that is not a JSON-RPC message at all is never delivered, in any mode.
 _NOT_JSON_RPC = frozenset({CanonicalError.PARSE_ERROR, CanonicalError.INVALID_ENVELOPE})
-_TEACHING_RESULTS = frozenset({"initialize", "tools/list"})  # the results ``learn`` reads; any other teaches nothing
 
 
 class Action(StrEnum):
@@ -156,6 +157,9 @@ class Verdicts:
                 )
             )
             return Action.QUARANTINED
+        if error is CanonicalError.DUPLICATE_REQUEST_ID:  # refused in every mode: relayed, a reply is lost (ADR 43)
+            self.violation(error.slug, frame, message, rejection.errors, Action.ENFORCED)
+            return Action.ENFORCED
         if not self.modes.rule_on(error.slug):
             return Action.PASSED
         tool = None if message is None else message.tool
@@ -163,6 +167,8 @@ class Verdicts:
             self.modes.mode_for(direction, tool) is Mode.OBSERVE
             # a frame over its limit is relayed unchecked when it was held whole (RELAY_CEILING_BYTES)
             and (error is not CanonicalError.PAYLOAD_TOO_LARGE or frame.size is None)
+            # one nested past the reader cannot be followed at all: refused in every mode (ADR 40)
+            and error is not CanonicalError.NESTED_TOO_DEEP
             and not rejection.extra.get("policy_violation")  # the policy is enforced in every mode
         )
         action = Action.OBSERVED if observe else Action.ENFORCED
@@ -209,9 +215,10 @@ class Verdicts:
         return Message(ERROR_RESPONSE, message.id, method, version=version, tool=tool), answer
 
     def learn(self, frame: Frame, message: Message, tools: UpstreamTools) -> Frame:
-        """What a passing frame settles: the handshake's version and the client's capabilities, a
-        cancellation, the upstream's tools (a ``tools/list`` result whose invalid tools enforce mode
-        drops comes back as a new frame: the one case where the gateway changes a frame)."""
+        """What a passing frame settles: the client's capabilities, a cancellation, the upstream's
+        tools (a ``tools/list`` result whose invalid tools enforce mode drops comes back as a new
+        frame: the one case where the gateway changes a frame). The handshake's version is
+        ``handshake``'s, taught by the reply valid or not."""
         kind, session = message.kind, frame.session
         if kind is NOTIFICATION:
             self._notified(frame, message, tools)
@@ -219,17 +226,35 @@ class Verdicts:
             capabilities = message.params.get("capabilities")
             # What the client can do (elicitation, for approvals); the version stays until the reply.
             session.negotiate(session.version, capabilities=capabilities if isinstance(capabilities, Mapping) else {})
-        elif kind is RESPONSE and message.document is not None and message.method in _TEACHING_RESULTS:
+        elif kind is RESPONSE and message.method == "tools/list" and message.document is not None:
             result = message.document.get("result")
-            if message.method == "initialize" and isinstance(result, Mapping):
-                session.follow(frame.direction, message)
-                self.report.negotiated(session, session.version)
-                if self.lock is not None:
-                    info = result.get("serverInfo")
-                    self.lock.resolve(info.get("name") if isinstance(info, Mapping) else None)
-            elif message.method == "tools/list" and isinstance(result, Mapping):
+            if isinstance(result, Mapping):
                 return self._learn_tools(frame, message, result, tools)
         return frame
+
+    def handshake(self, frame: Frame, message: Message, offered: str | None) -> None:
+        """An ``initialize`` reply read as its request's answer, valid or refused (the ledger calls
+        this as it settles the request): the session goes on at the version the server answered
+        (``answered_version``), else at the one the client's request was read at (``offered``; not
+        known, the session's own or the reply's), the server reported for naming a version no
+        session can be held to. The lockfile learns the server's name. A refused reply's own
+        violations are ``judge``'s, reported once (ADR 42)."""
+        result = None if message.document is None else message.document.get("result")
+        if not isinstance(result, Mapping):
+            return  # an error: no handshake, nothing to learn
+        version = answered_version(self.registry, result)
+        if version is None:
+            named = result.get("protocolVersion")
+            rule = CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug
+            if isinstance(named, str) and self.modes.rule_on(rule):  # (any other value: the schema's to name)
+                errors = [{"path": "/result/protocolVersion", "msg": f"{named!r} is no handshake version bundled here"}]
+                self.violation(rule, frame, message, errors, "reported")
+            version = offered or frame.session.version or message.version
+        frame.session.negotiate(version)
+        self.report.negotiated(frame.session, version)
+        if self.lock is not None:
+            info = result.get("serverInfo")
+            self.lock.resolve(info.get("name") if isinstance(info, Mapping) else None)
 
     def _notified(self, frame: Frame, message: Message, tools: UpstreamTools) -> None:
         """A peer cancels a request it sent (spec basic/utilities/cancellation): settled, not a
@@ -243,6 +268,7 @@ class Verdicts:
         if not is_request_id(cancelled):
             return
         pending = frame.session.abandon(frame.direction, cancelled)
+        frame.session.restore(frame.direction, cancelled)  # a renamed request's id is free again (ADR 43)
         if pending is not None:
             reason = "client_cancelled" if frame.direction is CLIENT_TO_SERVER else "upstream_cancelled"
             self.report.ended_unanswered(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -16,23 +17,24 @@ from typing import IO, Any
 from ..chain.json_syntax import parse
 from ..core import jsonio
 from ..core.errors import CanonicalError, Rejection
+from ..core.oversize import recover
 from ..core.session import Session
 from ..core.settings import DEFAULT_MAX_FRAME_BYTES
 from ..core.types import (
     CLIENT_TO_SERVER,
     ERROR_RESPONSE,
-    NOTIFICATION,
     REQUEST,
-    RESPONSE,
     SERVER_TO_CLIENT,
     Direction,
     Frame,
     Message,
+    RequestId,
     is_request_id,
 )
 from ..execution.redaction import Redactor
 from ..ledger.ledger import GOES_ON, Ledger
 from ..ledger.modes import OBSERVE_ALL, Mode
+from ..ledger.waits import awaited
 from ..observe.digest import digest_log
 from ..observe.html import render_html
 from ..observe.report import ConformanceReport
@@ -76,6 +78,10 @@ LOCKED_RULES = (*LOCK_RULES, CanonicalError.TOOL_NOT_LOCKED.slug)
 """What ``--lock`` adds: the listing held against the lockfile, and calls of tools it does not allow."""
 
 _DIRECTIONS = {d.value: d for d in Direction}
+HELD_FRAMES = 4096
+"""Client frames a check holds back at most (the live gateway bounds its wait by time; a capture has
+none): past it the oldest is taken as it is."""
+
 _new = tuple.__new__
 _loads, _SyntaxError = jsonio.loads, jsonio.JSONSyntaxError
 _Senders = dict[str, Direction | None]
@@ -114,15 +120,29 @@ class CheckReport(ConformanceReport):
         } | ({} if self.lockfile is None else {"lockfile": self.lockfile})
 
 
+class _VersionForced:
+    """``check --version``: every frame is judged at the version forced, so the version a handshake
+    names judges nothing and is not held to the bundled ones (as before the ledger read it, ADR 42)."""
+
+    def mode_for(self, direction: Direction, tool: str | None = None) -> Mode:
+        return Mode.OBSERVE
+
+    def rule_on(self, rule: str) -> bool:
+        return rule != CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug
+
+
+_VERSION_FORCED = _VersionForced()
+
+
 class SessionCheck:
     """One recorded session, fed frame by frame to the gateway's ledger (``ledger/ledger.py``) in
     observe mode: the same chains, the same verdicts, the same learning, the same report.
 
-    What a file adds: a version forced (``--version``), a handshake on a version not bundled (checked
-    at the newest handshake version from there), the error-code rule of the library, a server's frame
-    that is no JSON-RPC reported under its rule (a capture is no process's stdout), and the
-    direction of a frame recorded without one, told by the side that sends its method (per the
-    schemas' method tables), a response the opposite of the request it answers.
+    What a file adds: a version forced (``--version``), the error-code rule of the library, a
+    server's frame that is no JSON-RPC reported under its rule (a capture is no process's stdout),
+    the direction of a frame recorded without one, told by the side that sends its method (per the
+    schemas' method tables), a response the opposite of the request it answers, and the client's
+    frames held back as the gateway holds them (a capture has no clock: at most ``HELD_FRAMES``).
     """
 
     def __init__(
@@ -139,7 +159,7 @@ class SessionCheck:
         # No size limit: a recording has none (a line over ``--max-frame-bytes`` never gets here).
         self.ledger = Ledger(
             registry,
-            OBSERVE_ALL,
+            OBSERVE_ALL if version is None else _VERSION_FORCED,
             report,
             session=Session(session_id="capture"),
             limits=(sys.maxsize,) * 2,
@@ -162,12 +182,20 @@ class SessionCheck:
             self._sides[p.version] = _senders([p.requests], [p.notifications])
         self._wrapped = False
         self._run_mode: str | None = None  # ``serve`` or ``gateway``, when the capture is this project's run log
+        # The client's frames held until they can be checked (line, frame, bytes), and the client's
+        # ``initialize`` and last ``tools/list`` that went on, which they may wait for (``ledger/waits.py``).
+        self._held: deque[tuple[int | None, dict[str, Any], bytes]] = deque()
+        self._handshake: RequestId | None = None
+        self._listing: RequestId | None = None
 
     def line(self, number: int, raw: bytes) -> None:
         """One line of the capture: a raw frame, or ``{"direction", "frame"}`` (a wrapper or a run-log event)."""
         self.report.line = number
         try:  # the common line parses to an object; anything else is the parse stage's to name (``parse``)
             document = _loads(raw)
+        except (jsonio.DuplicateKeyError, jsonio.TooDeepError):
+            self._unread(raw)  # a frame the reader refuses as it stands: the chain names it, as live
+            return
         except _SyntaxError:
             document = None
         if type(document) is not dict:
@@ -185,6 +213,21 @@ class SessionCheck:
             self.report.skipped += 1  # a run-log event that carries no frame
         else:
             self.frame(document, None, raw)
+
+    def _unread(self, raw: bytes) -> None:
+        """A frame that names a member twice or nests past the reader: sent by the side its ends (or,
+        named twice, the document most parsers read) tell, and refused by the whole chain there."""
+        try:
+            told: Any = jsonio.read_last_wins(raw)
+        except ValueError:
+            found = recover(raw, len(raw))
+            told = {key: value for key, value in (("method", found.method), ("id", found.id)) if value is not None}
+        told = told if type(told) is dict else {}
+        direction = self._infer(told)
+        if direction is CLIENT_TO_SERVER and (self._held or self._waits(told)):
+            self._hold(_Unread(told), raw)  # held as the gateway holds it; judged from its bytes when it goes on
+        else:
+            self._take(None, direction, raw)
 
     def _unparsed(self, number: int, raw: bytes) -> None:
         """A line that is no JSON object: refused under the parse stage's rule."""
@@ -252,46 +295,114 @@ class SessionCheck:
             raise CaptureError("not_utf8", f"line {number}, byte {exc.start}: not UTF-8") from None
 
     def frame(self, document: dict[str, Any], direction: Direction | None, raw: bytes = b"") -> None:
-        """One parsed frame through the ledger, as the gateway in observe mode takes it: checked (a
-        reply settles its request), judged when refused, learnt from when valid; a request delivered
-        waits for its answer."""
+        """One parsed frame, as the live gateway takes it: a client frame the gateway would hold until
+        it can be checked (``ledger/waits.py``: behind a pending ``initialize``, a call of a tool not
+        listed yet) is held, and the client's frames after it, in their order (a client that pipelines
+        writes them before the replies come, ADR 42); the rest is taken at once, and what a server's
+        frame settled lets the held frames go on."""
         direction = direction or self._infer(document)
+        if direction is CLIENT_TO_SERVER:
+            if self._held or self._waits(document):
+                self._hold(document, raw)
+            else:
+                self._take(document, direction, raw)
+            return
+        if self._held:
+            self._answering(document)
+        self._take(document, direction, raw)
+        if self._held:
+            self._release()
+
+    def _answering(self, document: Mapping[str, Any]) -> None:
+        """A server's reply to a held request: the request went on before it (its peer answered it;
+        the gateway's wait for it ended), and so did the client's frames before it."""
+        request_id = document.get("id")
+        if "method" in document or not is_request_id(request_id):
+            return
+        for index, (_, held, _) in enumerate(self._held):
+            if "method" in held and held.get("id") == request_id:
+                for _ in range(index + 1):
+                    self._take_held()
+                return
+
+    def _waits(self, document: Mapping[str, Any]) -> bool:
+        """Whether the live gateway would hold this client frame before checking it."""
+        method = document.get("method")
+        if self._handshake is None and (self._listing is None or method != "tools/call"):
+            return False  # (the common frame: nothing to ask of the rule)
+        params = document.get("params")
+        tool = params.get("name") if method == "tools/call" and isinstance(params, Mapping) else None
+        waited = awaited(
+            self.session,
+            self.ledger.tools,
+            REQUEST if "id" in document else None,
+            method if type(method) is str else None,
+            tool if type(tool) is str else None,
+            handshake=self._handshake,
+            listing=self._listing,
+        )
+        if waited is None or waited != self._handshake:
+            self._handshake = None  # its reply came (or it never went on): nothing waits on it now
+        return waited is not None
+
+    def _hold(self, document: dict[str, Any], raw: bytes) -> None:
+        self._held.append((self.report.line, document, raw))
+        if len(self._held) > HELD_FRAMES:  # memory stays flat: the oldest goes on, as after the gateway's wait
+            self._take_held()
+
+    def _release(self) -> None:
+        """The held frames that need wait no more, oldest first, until one still waits."""
+        line = self.report.line
+        while self._held and not self._waits(self._held[0][1]):
+            self._take_held()
+        self.report.line = line
+
+    def _take_held(self) -> None:
+        self.report.line, document, raw = self._held.popleft()
+        self._take(None if isinstance(document, _Unread) else document, CLIENT_TO_SERVER, raw)
+
+    def end(self) -> None:
+        """The capture ends: what is still held is taken in its order, as the gateway checks a frame
+        whose wait is over (its bound, or the end of the session)."""
+        while self._held:
+            self._take_held()
+
+    def _take(self, document: dict[str, Any] | None, direction: Direction, raw: bytes) -> None:
+        """One frame through the ledger, as the gateway in observe mode takes it: checked (a reply
+        settles its request), judged when refused, learnt from when valid; a request delivered waits
+        for its answer (the client's ``initialize``: the frames after it wait for its reply)."""
         frame = _new(Frame, (raw, "capture", self.session, None, direction, None))  # (``Frame()``: a call more)
         ledger = self.ledger
         verdict = ledger.check(frame, document)
+        forced = self.forced
+        if forced is not None and self.session.version != forced:  # (the ledger followed a handshake)
+            self.session.negotiate(forced)  # the user's version stands
+            self.report.protocol_version = forced
         if isinstance(verdict, Rejection):
             if ledger.judge(frame, verdict) in GOES_ON:
-                ledger.went_on(direction, verdict.message)
+                self._went_on(direction, verdict.message)
             return
         ledger.passed(frame, verdict)
-        ledger.went_on(direction, verdict)
-        if verdict.kind is not NOTIFICATION and (verdict.kind is not RESPONSE or verdict.method == "initialize"):
-            self._file_rules(direction, verdict)  # (a notification or another result: nothing to add)
+        self._went_on(direction, verdict)
+        if verdict.kind is REQUEST or verdict.kind is ERROR_RESPONSE:
+            self._file_rules(direction, verdict)  # (a notification or a result: nothing to add)
+
+    def _went_on(self, direction: Direction, message: Message | None) -> None:
+        self.ledger.went_on(direction, message)
+        if direction is CLIENT_TO_SERVER and message is not None and message.kind is REQUEST:
+            if message.method == "initialize":  # what the client sends next waits for its reply
+                self._handshake = message.id
+            elif message.method == "tools/list":  # a call of a tool not listed yet waits for it
+                self._listing = message.id
 
     def _file_rules(self, direction: Direction, message: Message) -> None:
         """What a file adds to the ledger's verdict on a valid frame: the version a stateless request
-        stated or the user forced, a handshake on a version not bundled, an error code's range."""
+        stated, an error code's range."""
         if message.kind is REQUEST:
             if self.session.version is None and message.version in self.registry.stateless_versions:
                 self.report.protocol_version = message.version  # what the request stated (2026-07-28)
-        elif message.kind is RESPONSE and message.method == "initialize":
-            self._negotiated(direction, message)
-        elif message.kind is ERROR_RESPONSE and message.version is not None:
+        elif message.version is not None:
             self._error_code(direction, message)
-
-    def _negotiated(self, direction: Direction, message: Message) -> None:
-        if self.forced is not None:  # the ledger followed the handshake; the user's version stands
-            self.session.negotiate(self.forced)
-            self.report.protocol_version = self.forced
-            return
-        offered = self.session.version
-        if offered in self.registry.protocols:
-            return
-        errors = [{"path": "/result/protocolVersion", "msg": f"{offered!r} is not a bundled version"}]
-        self._violation(CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug, direction, message, errors)
-        # Checked against the newest handshake version from here: better than not at all.
-        self.session.negotiate(self.registry.latest_handshake)
-        self.report.protocol_version = self.registry.latest_handshake
 
     def _violation(self, rule: str, direction: Direction, message: Message, errors: Any) -> None:
         """A rule the frame being read broke, as far as ``message`` says what it was."""
@@ -342,6 +453,11 @@ class SessionCheck:
         if answering:
             return CLIENT_TO_SERVER if by_server and not by_client else SERVER_TO_CLIENT
         return SERVER_TO_CLIENT if by_server and not by_client else CLIENT_TO_SERVER
+
+
+class _Unread(dict[str, Any]):
+    """A held frame the reader refuses as it stands (a member named twice, nested past the reader): what
+    its ends, or most parsers, read of it, for its wait; the chain judges it from its bytes."""
 
 
 def _senders(
@@ -423,6 +539,7 @@ def check_capture(
                 check_line(lines, raw)
     except OSError as exc:
         raise CaptureError("io_error", f"{path}: {exc.strerror or exc}") from None
+    checker.end()
     report.lines = lines
     if lines == report.skipped:
         raise CaptureError("empty_capture", f"{path}: no frames to check")

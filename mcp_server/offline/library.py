@@ -24,7 +24,7 @@ from ..core.errors import MCP_RESERVED_CODES, MCP_RESERVED_CODES_SINCE, SERVER_E
 from ..core.pointer import pointer
 from ..core.session import Session
 from ..core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Direction, Message, MessageKind
-from ..registry.schemas import ProtocolSchema, SchemaError, SchemaRegistry, violations
+from ..registry.schemas import ProtocolSchema, SchemaError, SchemaRegistry, accepts, violations
 from ..registry.versions import is_at_least, sender_of
 
 __all__ = [
@@ -509,7 +509,7 @@ def validate_field_type(
     except SchemaError as exc:  # pragma: no cover - the names were checked above
         raise ValueError(str(exc)) from None
     try:
-        if validator.is_valid(value):
+        if accepts(validator, value):
             return _OK
     except _NOT_JSON:  # a value JSON cannot hold: no JSON type matches it
         pass

@@ -21,14 +21,14 @@ def read_config(path: Path, *, what: str, schema: str, registry: SchemaRegistry)
     except OSError as exc:
         raise SetupError(f"{what} {path}: {exc.strerror}") from None
     try:
-        # TOML refuses a key given twice itself; JSON would let the later one win, unseen.
-        document = tomllib.loads(raw.decode()) if path.suffix == ".toml" else jsonio.loads_unique(raw)
+        # TOML refuses a key given twice itself, and so does the JSON reader (the later would win, unseen).
+        document = tomllib.loads(raw.decode()) if path.suffix == ".toml" else jsonio.loads(raw)
     except tomllib.TOMLDecodeError as exc:
         raise SetupError(f"{what} {path}: not valid TOML: {exc}") from None  # names line and column
-    except jsonio.JSONSyntaxError as exc:
-        raise SetupError(f"{what} {path}: not valid JSON: {exc}") from None  # names line and column
     except jsonio.DuplicateKeyError as exc:
         raise SetupError(f"{what} {path}: {exc} (which one is meant?)") from None
+    except jsonio.JSONSyntaxError as exc:
+        raise SetupError(f"{what} {path}: not valid JSON: {exc}") from None  # names line and column
     except UnicodeDecodeError:
         raise SetupError(f"{what} {path}: not UTF-8") from None
     found = violations(registry.bundled(schema), document)

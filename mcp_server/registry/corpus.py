@@ -15,10 +15,9 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any
 
-from ..core import jsonio
-from ..core.jsonio import MAX_DEPTH
+from ..core.jsonio import MAX_READ_DEPTH
 from ..core.settings import SetupError
-from .schemas import SchemaError, SchemaRegistry, Validator, files_within, violations
+from .schemas import SchemaError, SchemaRegistry, Validator, accepts, files_within, violations
 
 __all__ = [
     "SCHEMA_REQUIRED",
@@ -86,8 +85,8 @@ def failed(path: str, msg: str, reason: str = "validation_failed") -> dict[str, 
 
 
 def too_deep(path: str) -> dict[str, Any]:
-    """The tools' result for an argument nested deeper than the project reads back (``jsonio.MAX_DEPTH``)."""
-    return failed(path, f"nested deeper than {MAX_DEPTH} levels", "too_deep")
+    """The tools' result for a document nested deeper than the reader goes (``jsonio.MAX_READ_DEPTH``)."""
+    return failed(path, f"nested deeper than {MAX_READ_DEPTH} levels", "too_deep")
 
 
 def _parse_aliases(raw: str | None) -> dict[str, str]:
@@ -245,8 +244,6 @@ def validate_against(corpus: Corpus, asset: Any, schema: Any) -> dict[str, Any]:
         return failed("/schema", f"unknown schema {schema!r}")
     if isinstance(asset, Mapping) and "$schemaRef" in asset:
         asset = {key: value for key, value in asset.items() if key != "$schemaRef"}
-    if entry.validator.is_valid(asset):  # any depth: only the listing of violations has a limit
+    if accepts(entry.validator, asset):
         return {"ok": True, "errors": []}
-    if jsonio.too_deep(asset):
-        return too_deep("")  # a pointer into the asset, as every error of validate_asset
     return {"ok": False, "reason": "validation_failed", "errors": check_instance(entry, asset)}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -21,6 +21,8 @@ import jsonschema_rs
 from ..core import jsonio
 from ..core.pointer import pointer
 from ..core.types import Direction
+from .errata import corrected
+from .exact_numbers import KEYWORDS, guarded, is_guard, unguarded
 from .implication import implies
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "SchemaRegistry",
     "ToolIO",
     "Validator",
+    "accepts",
     "files_within",
     "schema_provenance",
     "violations",
@@ -120,26 +123,69 @@ def _refuse_remote(uri: str) -> Any:
     raise SchemaError(f"remote $ref not allowed: {uri} (only locally indexed schemas resolve)")
 
 
-def violations(validator: Validator, instance: Any, *, prefix: str = "") -> list[dict[str, Any]]:
-    """Every violation of ``instance``: ``{path, msg, keyword, schemaPath}``, sorted, capped.
+def accepts(validator: Validator, instance: Any) -> bool:
+    """Whether ``instance`` is valid: ``is_valid``, where a guard of exact numbers that refused it is
+    settled by its exact value (``violations``). A verdict, where ``is_valid`` alone is a fast doubt."""
+    return bool(validator.is_valid(instance)) or not violations(validator, instance)
+
+
+LISTED_BYTES = 2048
+"""An invalid instance up to this size (serialised) has its violations listed, up to
+``MAX_VIOLATIONS``; a larger one has its first. jsonschema-rs gathers every violation of an instance
+before it yields the first (about 25 µs each): listing them all is what costs, not finding one."""
+
+
+def violations(
+    validator: Validator, instance: Any, *, prefix: str = "", exact: Callable[[], Any | None] | None = None
+) -> list[dict[str, Any]]:
+    """The violations of ``instance``: ``{path, msg, keyword, schemaPath}``, sorted; every one for a
+    small instance (up to ``MAX_VIOLATIONS``), the first for a larger one (``LISTED_BYTES``), so the
+    cost of a verdict is bounded whatever the instance holds.
 
     ``path`` is an absolute RFC 6901 pointer (``prefix`` is prepended, for a sub-document);
     ``msg`` is the validator's own sentence and stays inside ``error.data``. A violation found twice
     (by two branches of an ``allOf``) is listed once; an asserted ``format`` carries ``rule: "format"``.
+    Where a float sits on a value the schema compares to (``exact_numbers``), the instance is judged
+    again by its exact decimals: ``exact()`` reads them from the frame's own bytes, or says ``None``
+    when they are its doubles' own values (without it, the floats' own values are taken exactly).
     """
     if validator.is_valid(instance):  # the common case, and the fastest path through jsonschema-rs
         return []
-    found: list[dict[str, Any]] = []
-    seen: set[tuple[str, str, str]] = set()
     try:
+        large = len(jsonio.dumps(instance)) > LISTED_BYTES
+    except ValueError:  # nested deeper than is written (a value built in Python): its first violation
+        large = True
+    found = _listed(validator, instance, prefix, large)
+    if any(is_guard(entry.get("schemaPath", "")) for entry in found):
+        try:
+            if exact is None:
+                jsonio.finite(instance)  # a value built in Python: its floats are its exact values
+            exactly = None if exact is None else exact()
+        except ValueError:  # a number no double holds (past binary64's range): refused as it stands
+            guards = (entry for entry in found if is_guard(entry.get("schemaPath", "")))
+            return [{**entry, "msg": "not a finite binary64 number"} for entry in guards]
+        judged = instance if exactly is None else exactly  # (``None``: its floats are its exact values)
+        with unguarded():
+            found = [] if validator.is_valid(judged) else _listed(validator, judged, prefix, large)
+    return found
+
+
+def _listed(validator: Validator, instance: Any, prefix: str, large: bool) -> list[dict[str, Any]]:
+    """The violations of an invalid ``instance``: all of a small one, the first of a ``large`` one."""
+    try:
+        if large:
+            try:
+                validator.validate(instance)
+            except jsonschema_rs.ValidationError as first:
+                return [{**_entry(first, prefix), "more": "not listed: the first violation of a large value"}]
+            return []  # (not expected: ``is_valid`` said otherwise)
+        found: list[dict[str, Any]] = []
+        seen: set[tuple[str, str, str]] = set()
         for error in validator.iter_errors(instance):
-            path, keyword = prefix + pointer(error.instance_path), error.kind.name
-            if (path, keyword, error.message) in seen:
+            entry = _entry(error, prefix)
+            if (entry["path"], entry["keyword"], entry["msg"]) in seen:
                 continue  # the same fault, found by both the envelope and the method's own definition
-            seen.add((path, keyword, error.message))
-            entry = {"path": path, "msg": error.message, "keyword": keyword, "schemaPath": pointer(error.schema_path)}
-            if keyword == "format":  # asserted only when asked for: reported under a rule of its own
-                entry["rule"] = "format"
+            seen.add((entry["path"], entry["keyword"], entry["msg"]))
             found.append(entry)
             if len(found) >= MAX_VIOLATIONS:
                 break
@@ -150,6 +196,19 @@ def violations(validator: Validator, instance: Any, *, prefix: str = "") -> list
         return [dict(TOO_DEEP, path=prefix)]
     found.sort(key=lambda v: (v["path"], v["msg"]))
     return found
+
+
+def _entry(error: Any, prefix: str) -> dict[str, Any]:
+    keyword = error.kind.name
+    entry = {
+        "path": prefix + pointer(error.instance_path),
+        "msg": error.message,
+        "keyword": keyword,
+        "schemaPath": pointer(error.schema_path),
+    }
+    if keyword == "format":  # asserted only when asked for: reported under a rule of its own
+        entry["rule"] = "format"
+    return entry
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,8 +235,10 @@ def _meta_check(schema: Any, name: str) -> None:
 
 
 def _compile(schema: Any, name: str, **options: Any) -> Validator:
+    """``schema`` compiled, with the guard of exact numbers beside its numeric keywords."""
     try:
-        return jsonschema_rs.validator_for(schema, retriever=_refuse_remote, **options)
+        guard = dict(KEYWORDS)
+        return jsonschema_rs.validator_for(guarded(schema), retriever=_refuse_remote, keywords=guard, **options)
     except jsonschema_rs.ReferencingError as exc:
         raise SchemaError(f"{name}: unresolvable $ref: {exc}") from None
     except ValueError as exc:  # jsonschema-rs reports resolution and schema faults as ValueError
@@ -351,7 +412,8 @@ class ProtocolSchema:
 
     def _compile(self, schema: Mapping[str, Any], name: str) -> Validator:
         if self._registry is None:
-            self._registry = jsonschema_rs.Registry([(self.uri, dict(self.document))], retriever=_refuse_remote)
+            document = guarded(dict(self.document))  # (the guard of exact numbers: ``exact_numbers``)
+            self._registry = jsonschema_rs.Registry([(self.uri, document)], retriever=_refuse_remote)
         wrapper = {"$schema": self.document.get("$schema"), **schema}
         return _compile(wrapper, name, registry=self._registry, validate_formats=self.assert_formats)
 
@@ -429,7 +491,8 @@ class SchemaRegistry:
         protocols: dict[str, ProtocolSchema] = {}
         for path in sorted(mcp_dir.glob("*/schema.json")):
             version = path.parent.name
-            protocols[version] = ProtocolSchema(version, self._read(path), path, assert_formats=assert_formats)
+            document = corrected(self._read(path), version, mcp_dir, SchemaError)  # where schema.ts wins (ADR 41)
+            protocols[version] = ProtocolSchema(version, document, path, assert_formats=assert_formats)
             if compile_all:  # else each validator is compiled on its first use (``ProtocolSchema``)
                 protocols[version].compile_all()
         if not protocols:
@@ -466,7 +529,8 @@ class SchemaRegistry:
 
     def _index(self, resources: list[tuple[str, Any]]) -> Any:
         try:
-            return jsonschema_rs.Registry(resources, retriever=_refuse_remote)
+            guarded_resources = [(uri, guarded(document)) for uri, document in resources]
+            return jsonschema_rs.Registry(guarded_resources, retriever=_refuse_remote)
         except (ValueError, jsonschema_rs.ReferencingError) as exc:
             # Name the schema whose $ref failed: the resolver's message names only the ref.
             detail = str(exc)

@@ -61,10 +61,6 @@ class UpstreamTools:
             if not isinstance(definition, Mapping) or not isinstance(definition.get("name"), str):
                 continue  # the result's schema check has reported it already
             name = definition["name"]
-            if jsonio.too_deep(definition):  # neither pinned nor compiled: it cannot be written back
-                self._io.pop(name, None)
-                outcome.invalid.append((name, f"nested deeper than {jsonio.MAX_DEPTH} levels"))
-                continue
             pin = outcome.fingerprints[name] = jsonio.fingerprint(definition)
             pinned = self._pins.get(name)
             if pinned is None:

