@@ -59,7 +59,10 @@ __all__ = [
 RULES = (
     CanonicalError.PAYLOAD_TOO_LARGE.slug,
     CanonicalError.PARSE_ERROR.slug,
+    CanonicalError.DUPLICATE_MEMBER_NAME.slug,
+    CanonicalError.NESTED_TOO_DEEP.slug,
     CanonicalError.INVALID_ENVELOPE.slug,
+    CanonicalError.DUPLICATE_REQUEST_ID.slug,
     CanonicalError.NOT_INITIALIZED.slug,
     CanonicalError.UNSUPPORTED_PROTOCOL_VERSION.slug,
     CanonicalError.METHOD_NOT_FOUND.slug,
