@@ -22,14 +22,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mcp_server.core.errors import CanonicalError, Rejection
-from mcp_server.core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Frame, Message
-from mcp_server.ledger.ledger import GOES_ON, Ledger
-from mcp_server.ledger.modes import OBSERVE_ALL
-from mcp_server.observe.report import ConformanceReport
+from mcp_server.core.errors import CanonicalError
+from mcp_server.core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Message
 from mcp_server.registry.schemas import SchemaRegistry
 
 from ..conftest import ROOT, cli, initialize_frame, server_env
+from .observing import observing, take
 
 WAIT = 60.0
 VERSION = "2025-11-25"
@@ -123,18 +121,6 @@ def test_a_session_goes_on_at_the_version_the_server_answered_whatever_else_its_
     assert offline["frames"] == live["frames"]
 
 
-def _take(ledger: Ledger, direction: Any, document: dict[str, Any]) -> Message | Rejection:
-    """One frame through the ledger as the gateway in observe mode takes it."""
-    frame = Frame(json.dumps(document).encode(), "test", ledger.session, None, direction)
-    verdict = ledger.check(frame)
-    if isinstance(verdict, Message):
-        ledger.passed(frame, verdict)
-        ledger.went_on(direction, verdict)
-    elif ledger.judge(frame, verdict) in GOES_ON:
-        ledger.went_on(direction, verdict.message)
-    return verdict
-
-
 @pytest.mark.parametrize(
     ("answered", "version", "reported"),
     [
@@ -150,12 +136,12 @@ def test_an_initialize_reply_naming_no_handshake_version_bundled_here_is_reporte
     """ADR 42: the session is held to a version it can be checked at, the one the server answered
     when bundled, else the client's offer, the server reported (it failed every later frame as an
     internal error in the gateway, and blamed the client's requests at 2026-07-28)."""
-    ledger = Ledger(registry, OBSERVE_ALL, ConformanceReport(upstream="test", mode="observe"), limits=(1 << 20,) * 2)
-    _take(ledger, CLIENT_TO_SERVER, initialize_frame(VERSION, 1))
+    ledger = observing(registry)
+    take(ledger, CLIENT_TO_SERVER, initialize_frame(VERSION, 1))
     result = {"protocolVersion": answered, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}
-    _take(ledger, SERVER_TO_CLIENT, {"jsonrpc": "2.0", "id": 1, "result": result})
+    take(ledger, SERVER_TO_CLIENT, {"jsonrpc": "2.0", "id": 1, "result": result})
     assert ledger.session.version == version
-    assert isinstance(_take(ledger, CLIENT_TO_SERVER, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), Message)
-    assert isinstance(_take(ledger, SERVER_TO_CLIENT, {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}), Message)
+    assert isinstance(take(ledger, CLIENT_TO_SERVER, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), Message)
+    assert isinstance(take(ledger, SERVER_TO_CLIENT, {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}), Message)
     assert dict(ledger.report.violations) == reported
     assert all(party == "upstream" for (_, party) in ledger.report.by_party)

@@ -10,13 +10,12 @@ from typing import Any
 
 from mcp_server.core.errors import CanonicalError, Rejection
 from mcp_server.core.types import CLIENT_TO_SERVER, SERVER_TO_CLIENT, Frame, Message
-from mcp_server.ledger.ledger import GOES_ON, Ledger
-from mcp_server.ledger.modes import OBSERVE_ALL
 from mcp_server.ledger.verdicts import Action
-from mcp_server.observe.report import EXAMPLES_PER_RULE, ConformanceReport
+from mcp_server.observe.report import EXAMPLES_PER_RULE
 from mcp_server.registry.schemas import SchemaRegistry
 
 from ..conftest import ROOT, cli, initialize_frame, server_env
+from .observing import observing, take
 
 WAIT = 30.0
 TAP = [sys.executable, str(ROOT / "tests" / "upstreams" / "recording.py")]
@@ -118,33 +117,18 @@ def test_check_on_a_capture_gives_the_live_gateways_verdicts_frame_for_frame(tmp
     assert _shown(offline["examples"]) == _shown(live["examples"])
 
 
-def _ledger(registry: SchemaRegistry) -> Ledger:
-    return Ledger(registry, OBSERVE_ALL, ConformanceReport(upstream="test", mode="observe"), limits=(1 << 20, 1 << 20))
-
-
 def test_a_cancelled_requests_late_reply_is_late_for_check_as_for_the_gateway(registry: SchemaRegistry) -> None:
     """MCP basic/utilities/cancellation: a reply after its request's cancellation is late, not an
     unknown id (the ledger's one rule, which `check` used to restate without it)."""
-    ledger = _ledger(registry)
+    ledger = observing(registry)
     session = ledger.session
-
-    def take(direction: Any, document: dict[str, Any]) -> Message | Rejection:
-        frame = Frame(json.dumps(document).encode(), "test", session, None, direction)
-        verdict = ledger.check(frame)
-        if isinstance(verdict, Message):
-            ledger.passed(frame, verdict)
-            ledger.went_on(direction, verdict)
-        elif ledger.judge(frame, verdict) in GOES_ON:
-            ledger.went_on(direction, verdict.message)
-        return verdict
-
-    take(CLIENT_TO_SERVER, initialize_frame("2025-11-25", 1))
+    take(ledger, CLIENT_TO_SERVER, initialize_frame("2025-11-25", 1))
     result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}
-    assert isinstance(take(SERVER_TO_CLIENT, {"jsonrpc": "2.0", "id": 1, "result": result}), Message)
+    assert isinstance(take(ledger, SERVER_TO_CLIENT, {"jsonrpc": "2.0", "id": 1, "result": result}), Message)
     assert session.version == "2025-11-25"
-    take(CLIENT_TO_SERVER, {"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    take(ledger, CLIENT_TO_SERVER, {"jsonrpc": "2.0", "id": 2, "method": "ping"})
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
-    assert isinstance(take(CLIENT_TO_SERVER, cancel), Message)
+    assert isinstance(take(ledger, CLIENT_TO_SERVER, cancel), Message)
     late = {"jsonrpc": "2.0", "id": 2, "result": {}}
     frame = Frame(json.dumps(late).encode(), "test", session, None, SERVER_TO_CLIENT)
     refused = ledger.check(frame)
@@ -155,7 +139,7 @@ def test_a_cancelled_requests_late_reply_is_late_for_check_as_for_the_gateway(re
 
 def test_the_gateway_and_check_keep_the_same_number_of_examples_per_rule(registry: SchemaRegistry) -> None:
     """Issue 32: one report model, one bound on the examples kept per rule (it was 3 and 5)."""
-    ledger = _ledger(registry)
+    ledger = observing(registry)
     for number in range(EXAMPLES_PER_RULE + 3):
         frame = Frame(b'{"jsonrpc":"2.0","id":%d,"result":{}}' % number, "test", ledger.session, None, SERVER_TO_CLIENT)
         refused = ledger.check(frame)
